@@ -1,0 +1,314 @@
+import {
+  IStatusMessage,
+  cellSourceFor,
+  defaultExportPath,
+  dirname,
+  formatCost,
+  formatStatus,
+  formatTokens,
+  helloMessage,
+  joinPath,
+  magicPrefix,
+  normalizePath,
+  parseKernelMessage,
+  relativePath,
+  resolveReportedPath,
+  usesOiMagic,
+  verifySummary
+} from '../protocol';
+
+const STATUS: IStatusMessage = {
+  type: 'status',
+  model: 'gpt-4o-mini',
+  prompt_tokens: 1234,
+  completion_tokens: 340,
+  cost: 0.00214,
+  approval: 'always',
+  sandbox: false,
+  turns: 3,
+  kernel: 'open-interpreter'
+};
+
+describe('helloMessage', () => {
+  it('is version 1', () => {
+    expect(helloMessage()).toEqual({ type: 'hello', version: 1 });
+  });
+});
+
+describe('parseKernelMessage', () => {
+  it('parses a full status message', () => {
+    expect(parseKernelMessage({ ...STATUS })).toEqual(STATUS);
+  });
+
+  it.each([
+    ['null', null],
+    ['a string', 'status'],
+    ['an array', [STATUS]],
+    ['an unknown type', { type: 'nope' }],
+    ['status without model', { type: 'status', prompt_tokens: 1 }],
+    ['export without request_id', { type: 'export_result', ok: true }],
+    ['verify with string ok', { type: 'verify_result', request_id: 'r', ok: 'yes' }],
+    ['code_ran without code', { type: 'code_ran', language: 'python' }]
+  ])('rejects %s', (_, data) => {
+    expect(parseKernelMessage(data)).toBeNull();
+  });
+
+  it('defaults bad optional status fields', () => {
+    const parsed = parseKernelMessage({
+      type: 'status',
+      model: 'm',
+      prompt_tokens: -5,
+      completion_tokens: 'many',
+      cost: Number.NaN,
+      approval: 'sometimes',
+      sandbox: 'yes',
+      kernel: 'other'
+    });
+    expect(parsed).toEqual({
+      type: 'status',
+      model: 'm',
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      cost: null,
+      approval: 'always',
+      sandbox: false,
+      turns: 0,
+      kernel: 'open-interpreter'
+    });
+  });
+
+  it('keeps the magic kernel flavour and a null cost', () => {
+    const parsed = parseKernelMessage({
+      ...STATUS,
+      cost: null,
+      kernel: 'ipython-magic'
+    }) as IStatusMessage;
+    expect(parsed.kernel).toBe('ipython-magic');
+    expect(parsed.cost).toBeNull();
+  });
+
+  it('parses an export result with missing strings', () => {
+    expect(
+      parseKernelMessage({ type: 'export_result', request_id: 'r1', ok: false })
+    ).toEqual({
+      type: 'export_result',
+      request_id: 'r1',
+      ok: false,
+      path: '',
+      error: ''
+    });
+  });
+
+  it('parses verify cells and drops malformed ones', () => {
+    const parsed = parseKernelMessage({
+      type: 'verify_result',
+      request_id: 'r2',
+      ok: false,
+      report: 'text',
+      cells: [
+        { index: 0, status: 'same', detail: '' },
+        { index: 1, status: 'weird', detail: 'x' },
+        { status: 'same' },
+        'junk'
+      ]
+    });
+    expect(parsed).toEqual({
+      type: 'verify_result',
+      request_id: 'r2',
+      ok: false,
+      report: 'text',
+      cells: [
+        { index: 0, status: 'same', detail: '' },
+        { index: 1, status: 'error', detail: 'x' }
+      ],
+      error: ''
+    });
+  });
+
+  it('parses code_ran with an empty cell id as null', () => {
+    expect(
+      parseKernelMessage({
+        type: 'code_ran',
+        language: 'shell',
+        code: 'ls',
+        cell_id: '',
+        turn: 2,
+        step: 1
+      })
+    ).toEqual({
+      type: 'code_ran',
+      language: 'shell',
+      code: 'ls',
+      cell_id: null,
+      turn: 2,
+      step: 1
+    });
+  });
+});
+
+describe('paths', () => {
+  it.each([
+    ['a/b/../c', 'a/c'],
+    ['/a//b/./c/', 'a/b/c'],
+    ['../x', '../x'],
+    ['a/../../x', '../x'],
+    ['', '']
+  ])('normalizePath(%j) = %j', (input, expected) => {
+    expect(normalizePath(input)).toBe(expected);
+  });
+
+  it.each([
+    ['nb.ipynb', ''],
+    ['dir/sub/nb.ipynb', 'dir/sub']
+  ])('dirname(%j) = %j', (input, expected) => {
+    expect(dirname(input)).toBe(expected);
+  });
+
+  it('joins without empty pieces', () => {
+    expect(joinPath('', 'x.ipynb')).toBe('x.ipynb');
+    expect(joinPath('a/b', '../c.ipynb')).toBe('a/c.ipynb');
+  });
+
+  it.each([
+    ['', 'out.ipynb', 'out.ipynb'],
+    ['work', 'work/out.ipynb', 'out.ipynb'],
+    ['work', 'work/exports/out.ipynb', 'exports/out.ipynb'],
+    ['work/deep', 'other/out.ipynb', '../../other/out.ipynb'],
+    ['work', 'out.ipynb', '../out.ipynb'],
+    ['work', 'work', '.'],
+    ['workspace', 'work/out.ipynb', '../work/out.ipynb']
+  ])('relativePath(%j, %j) = %j', (from, to, expected) => {
+    expect(relativePath(from, to)).toBe(expected);
+  });
+
+  it('resolves the kernel-reported path against the notebook directory', () => {
+    expect(resolveReportedPath('work', 'out.ipynb', 'x')).toBe(
+      'work/out.ipynb'
+    );
+    expect(resolveReportedPath('work', '../o.ipynb', 'x')).toBe('o.ipynb');
+  });
+
+  it('falls back to the requested path for absolute or empty reports', () => {
+    expect(
+      resolveReportedPath('work', '/home/u/work/out.ipynb', 'work/out.ipynb')
+    ).toBe('work/out.ipynb');
+    expect(resolveReportedPath('work', 'C:\\x\\o.ipynb', 'w/o.ipynb')).toBe(
+      'w/o.ipynb'
+    );
+    expect(resolveReportedPath('work', '', 'work/out.ipynb')).toBe(
+      'work/out.ipynb'
+    );
+  });
+
+  it.each([
+    ['analysis.ipynb', '', 'analysis-export.ipynb'],
+    ['dir/Sales.IPYNB', '', 'dir/Sales-export.ipynb'],
+    ['dir/a.b.ipynb', 'exports', 'exports/a.b-export.ipynb'],
+    ['dir/nb.ipynb', '  ', 'dir/nb-export.ipynb']
+  ])('defaultExportPath(%j, %j) = %j', (nb, dir, expected) => {
+    expect(defaultExportPath(nb, dir)).toBe(expected);
+  });
+});
+
+describe('status text', () => {
+  it.each([
+    [0, '0'],
+    [340, '340'],
+    [999, '999'],
+    [1000, '1k'],
+    [1234, '1.2k'],
+    [9960, '10k'],
+    [56789, '57k'],
+    [999_499, '999k'],
+    [999_500, '1M'],
+    [2_500_000, '2.5M']
+  ])('formatTokens(%d) = %j', (n, expected) => {
+    expect(formatTokens(n)).toBe(expected);
+  });
+
+  it.each([
+    [null, ''],
+    [0, '$0.00'],
+    [0.00214, '$0.0021'],
+    [0.5, '$0.50'],
+    [0.0214, '$0.02'],
+    [1.5, '$1.50'],
+    [12.345, '$12.35']
+  ])('formatCost(%j) = %j', (cost, expected) => {
+    expect(formatCost(cost)).toBe(expected);
+  });
+
+  it('matches the documented example', () => {
+    expect(formatStatus(STATUS)).toBe(
+      'gpt-4o-mini · 1.2k in / 340 out · $0.0021 · ask each'
+    );
+  });
+
+  it('leaves out an unknown cost and shows sandbox and policy', () => {
+    expect(
+      formatStatus({ ...STATUS, cost: null, approval: 'never', sandbox: true })
+    ).toBe('gpt-4o-mini · 1.2k in / 340 out · auto-run · sandbox');
+    expect(formatStatus({ ...STATUS, approval: 'risky' })).toContain(
+      'ask if risky'
+    );
+  });
+});
+
+describe('verifySummary', () => {
+  it('counts statuses and leaves out zeros', () => {
+    expect(
+      verifySummary([
+        { index: 0, status: 'same', detail: '' },
+        { index: 1, status: 'same', detail: '' },
+        { index: 2, status: 'different', detail: 'x' }
+      ])
+    ).toBe('3 cells: 2 same, 1 different');
+  });
+
+  it('handles one and zero cells', () => {
+    expect(verifySummary([{ index: 0, status: 'error', detail: '' }])).toBe(
+      '1 cell: 1 error'
+    );
+    expect(verifySummary([])).toBe('0 cells');
+  });
+});
+
+describe('magics for inserted cells', () => {
+  it.each([
+    ['python', ''],
+    ['Python', ''],
+    ['', ''],
+    ['shell', '%%bash'],
+    ['bash', '%%bash'],
+    ['javascript', '%%script node'],
+    ['html', '%%html'],
+    ['markdown', '%%markdown'],
+    ['r', '%%script Rscript'],
+    ['lua', '%%script lua'],
+    ['rm -rf /; x', '']
+  ])('magicPrefix(%j) = %j', (language, expected) => {
+    expect(magicPrefix(language)).toBe(expected);
+  });
+
+  it('prefixes non-python code and trims trailing blank lines', () => {
+    expect(cellSourceFor('shell', 'ls -la\n\n')).toBe('%%bash\nls -la');
+    expect(cellSourceFor('python', 'x = 1\n')).toBe('x = 1');
+  });
+
+  it('does not add a magic the code already has', () => {
+    expect(cellSourceFor('html', '%%html\n<b>hi</b>')).toBe('%%html\n<b>hi</b>');
+  });
+
+  it.each([
+    ['%%oi plot sales', true],
+    ['  %%oi\nplot', true],
+    ['%load_ext oi_kernel', true],
+    ['x = 1\n%reload_ext oi_kernel', true],
+    ['%oi model gpt-4o', true],
+    ['print("%%oi")', false],
+    ['%load_ext autoreload', false],
+    ['%%oink', false]
+  ])('usesOiMagic(%j) = %j', (source, expected) => {
+    expect(usesOiMagic(source)).toBe(expected);
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * JupyterLab extension for Open Interpreter for Jupyter (oi_kernel).
+ *
+ * Wires the per-notebook comm connections to the commands, the notebook
+ * toolbar button, the status bar item and automatic cell insertion.
+ */
+
+import {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import { Signal } from '@lumino/signaling';
+
+import { AutoInserter } from './cells';
+import {
+  CommandIDs,
+  ICommandContext,
+  addCommands,
+  exportNotebook
+} from './commands';
+import { ConnectionManager } from './manager';
+import { DEFAULT_SETTINGS, ISettings, readSettings } from './settings';
+import { StatusItem, exportButton } from './widgets';
+
+const PLUGIN_ID = 'oi-kernel:plugin';
+const TOOLBAR_ITEM = 'oi-kernel-export';
+const PALETTE_CATEGORY = 'Open Interpreter';
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: PLUGIN_ID,
+  description:
+    'Open Interpreter for Jupyter: export/verify, status bar, approval shortcuts, insert ran code as cells.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [
+    ICommandPalette,
+    IStatusBar,
+    ISettingRegistry,
+    IDocumentManager,
+    IToolbarWidgetRegistry
+  ],
+  activate
+};
+
+function activate(
+  app: JupyterFrontEnd,
+  tracker: INotebookTracker,
+  palette: ICommandPalette | null,
+  statusBar: IStatusBar | null,
+  settingRegistry: ISettingRegistry | null,
+  docManager: IDocumentManager | null,
+  toolbarRegistry: IToolbarWidgetRegistry | null
+): void {
+  const manager = new ConnectionManager(tracker);
+  let settings: ISettings = { ...DEFAULT_SETTINGS };
+  const settingsChanged = new Signal<typeof manager, void>(manager);
+
+  const ctx: ICommandContext = {
+    app,
+    manager,
+    settings: () => settings,
+    docManager
+  };
+  addCommands(ctx);
+
+  // Enablement of the export/verify commands follows the current notebook.
+  manager.changed.connect(() => {
+    app.commands.notifyCommandChanged(CommandIDs.exportNotebook);
+    app.commands.notifyCommandChanged(CommandIDs.verify);
+    app.commands.notifyCommandChanged(CommandIDs.setModel);
+  });
+
+  if (palette) {
+    for (const command of Object.values(CommandIDs)) {
+      palette.addItem({ command, category: PALETTE_CATEGORY });
+    }
+  }
+
+  addToolbarButton(ctx, tracker, toolbarRegistry);
+
+  if (statusBar) {
+    addStatusItem(app, manager, statusBar, () => settings, settingsChanged);
+  }
+
+  const inserter = new AutoInserter();
+  manager.codeRan.connect((_, { connection, message }) => {
+    if (settings.autoInsertCells && connection.status?.kernel === 'ipython-magic') {
+      inserter.insert(connection, message);
+    }
+  });
+
+  if (settingRegistry) {
+    settingRegistry
+      .load(PLUGIN_ID)
+      .then(loaded => {
+        const update = (): void => {
+          settings = readSettings(loaded);
+          settingsChanged.emit();
+        };
+        update();
+        loaded.changed.connect(update);
+      })
+      .catch(reason => {
+        console.error('oi-kernel: cannot load settings', reason);
+      });
+  }
+}
+
+function addToolbarButton(
+  ctx: ICommandContext,
+  tracker: INotebookTracker,
+  toolbarRegistry: IToolbarWidgetRegistry | null
+): void {
+  const create = (panel: NotebookPanel) => {
+    const connection = ctx.manager.get(panel);
+    return exportButton(connection, () => {
+      if (connection.available) {
+        void exportNotebook(ctx, connection);
+      }
+    });
+  };
+  if (toolbarRegistry) {
+    // Placed by the "jupyter.lab.toolbars" entry of schema/plugin.json.
+    toolbarRegistry.addFactory<NotebookPanel>('Notebook', TOOLBAR_ITEM, create);
+  } else {
+    tracker.widgetAdded.connect((_, panel) => {
+      panel.toolbar.addItem(TOOLBAR_ITEM, create(panel));
+    });
+  }
+}
+
+function addStatusItem(
+  app: JupyterFrontEnd,
+  manager: ConnectionManager,
+  statusBar: IStatusBar,
+  settings: () => ISettings,
+  settingsChanged: Signal<ConnectionManager, void>
+): void {
+  const item = new StatusItem(() => {
+    void app.commands.execute(CommandIDs.setModel);
+  });
+  const activeStateChanged = new Signal<StatusItem, void>(item);
+  const refresh = (): void => {
+    item.showStatus(manager.current?.status ?? null);
+    activeStateChanged.emit();
+  };
+  statusBar.registerStatusItem(PLUGIN_ID + ':status', {
+    item,
+    align: 'left',
+    rank: 100,
+    isActive: () => {
+      const current = manager.tracker.currentWidget;
+      return (
+        settings().showStatusItem &&
+        current !== null &&
+        app.shell.currentWidget === current &&
+        manager.current?.available === true
+      );
+    },
+    activeStateChanged
+  });
+  manager.changed.connect(refresh);
+  settingsChanged.connect(refresh);
+  app.shell.currentChanged?.connect(refresh);
+  refresh();
+}
+
+export default plugin;

@@ -1,0 +1,501 @@
+/**
+ * The `oi_kernel` comm protocol between the kernel and this extension, and the
+ * pure helpers around it: message parsing, path arithmetic, status text and
+ * cell-magic prefixes.
+ *
+ * Nothing here touches JupyterLab or the DOM, so it is unit-tested directly.
+ */
+
+/** Comm target name registered by the kernel (and by `%load_ext oi_kernel`). */
+export const COMM_TARGET = 'oi_kernel';
+
+/** Protocol version sent in `hello`. */
+export const PROTOCOL_VERSION = 1;
+
+/** Kernelspec name of the Open Interpreter kernel. */
+export const KERNEL_NAME = 'open-interpreter';
+
+export type ApprovalPolicy = 'always' | 'risky' | 'never';
+
+// ---------------------------------------------------------------------------
+// Kernel -> frontend
+// ---------------------------------------------------------------------------
+
+export interface IStatusMessage {
+  type: 'status';
+  model: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number | null;
+  approval: ApprovalPolicy;
+  sandbox: boolean;
+  turns: number;
+  kernel: 'open-interpreter' | 'ipython-magic';
+}
+
+export interface IExportResult {
+  type: 'export_result';
+  request_id: string;
+  ok: boolean;
+  path: string;
+  error: string;
+}
+
+export type VerifyCellStatus = 'same' | 'different' | 'error' | 'skipped';
+
+export interface IVerifyCell {
+  index: number;
+  status: VerifyCellStatus;
+  detail: string;
+}
+
+export interface IVerifyResult {
+  type: 'verify_result';
+  request_id: string;
+  ok: boolean;
+  report: string;
+  cells: IVerifyCell[];
+  error: string;
+}
+
+export interface ICodeRan {
+  type: 'code_ran';
+  language: string;
+  code: string;
+  cell_id: string | null;
+  turn: number;
+  step: number;
+}
+
+export type KernelMessage =
+  | IStatusMessage
+  | IExportResult
+  | IVerifyResult
+  | ICodeRan;
+
+/** A reply that answers one request, matched by `request_id`. */
+export type ReplyMessage = IExportResult | IVerifyResult;
+
+// ---------------------------------------------------------------------------
+// Frontend -> kernel
+// ---------------------------------------------------------------------------
+
+export interface IHello {
+  type: 'hello';
+  version: number;
+}
+
+export interface IGetStatus {
+  type: 'get_status';
+}
+
+export interface ISetModel {
+  type: 'set_model';
+  model: string;
+}
+
+export interface IExportRequest {
+  type: 'export';
+  request_id: string;
+  path: string;
+  include_failed: boolean;
+}
+
+export interface IVerifyRequest {
+  type: 'verify';
+  request_id: string;
+  path: string;
+}
+
+export type FrontendMessage =
+  | IHello
+  | IGetStatus
+  | ISetModel
+  | IExportRequest
+  | IVerifyRequest;
+
+export function helloMessage(): IHello {
+  return { type: 'hello', version: PROTOCOL_VERSION };
+}
+
+// ---------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function str(data: Json, key: string, fallback = ''): string {
+  const value = data[key];
+  return typeof value === 'string' ? value : fallback;
+}
+
+function int(data: Json, key: string): number {
+  const value = data[key];
+  return typeof value === 'number' && Number.isFinite(value)
+    ? Math.max(0, Math.trunc(value))
+    : 0;
+}
+
+const APPROVALS: ApprovalPolicy[] = ['always', 'risky', 'never'];
+const CELL_STATUSES: VerifyCellStatus[] = [
+  'same',
+  'different',
+  'error',
+  'skipped'
+];
+
+function parseStatus(data: Json): IStatusMessage | null {
+  if (typeof data.model !== 'string') {
+    return null;
+  }
+  const cost = data.cost;
+  const approval = APPROVALS.includes(data.approval as ApprovalPolicy)
+    ? (data.approval as ApprovalPolicy)
+    : 'always';
+  return {
+    type: 'status',
+    model: data.model,
+    prompt_tokens: int(data, 'prompt_tokens'),
+    completion_tokens: int(data, 'completion_tokens'),
+    cost: typeof cost === 'number' && Number.isFinite(cost) ? cost : null,
+    approval,
+    sandbox: data.sandbox === true,
+    turns: int(data, 'turns'),
+    kernel:
+      data.kernel === 'ipython-magic' ? 'ipython-magic' : 'open-interpreter'
+  };
+}
+
+function parseVerifyCell(value: unknown): IVerifyCell | null {
+  if (!isObject(value) || typeof value.index !== 'number') {
+    return null;
+  }
+  const status = CELL_STATUSES.includes(value.status as VerifyCellStatus)
+    ? (value.status as VerifyCellStatus)
+    : 'error';
+  return { index: value.index, status, detail: str(value, 'detail') };
+}
+
+function parseVerify(data: Json): IVerifyResult | null {
+  if (typeof data.request_id !== 'string' || typeof data.ok !== 'boolean') {
+    return null;
+  }
+  const cells = Array.isArray(data.cells)
+    ? data.cells
+        .map(parseVerifyCell)
+        .filter((c): c is IVerifyCell => c !== null)
+    : [];
+  return {
+    type: 'verify_result',
+    request_id: data.request_id,
+    ok: data.ok,
+    report: str(data, 'report'),
+    cells,
+    error: str(data, 'error')
+  };
+}
+
+function parseExport(data: Json): IExportResult | null {
+  if (typeof data.request_id !== 'string' || typeof data.ok !== 'boolean') {
+    return null;
+  }
+  return {
+    type: 'export_result',
+    request_id: data.request_id,
+    ok: data.ok,
+    path: str(data, 'path'),
+    error: str(data, 'error')
+  };
+}
+
+function parseCodeRan(data: Json): ICodeRan | null {
+  if (typeof data.code !== 'string') {
+    return null;
+  }
+  const cellId = data.cell_id;
+  return {
+    type: 'code_ran',
+    language: str(data, 'language', 'python'),
+    code: data.code,
+    cell_id: typeof cellId === 'string' && cellId ? cellId : null,
+    turn: int(data, 'turn'),
+    step: int(data, 'step')
+  };
+}
+
+/**
+ * Validate a comm message payload from the kernel.
+ *
+ * Returns null for anything that is not a well-formed kernel message, so an
+ * older or newer kernel can never crash the frontend. Optional fields that
+ * are missing or of the wrong type get neutral defaults.
+ */
+export function parseKernelMessage(data: unknown): KernelMessage | null {
+  if (!isObject(data)) {
+    return null;
+  }
+  switch (data.type) {
+    case 'status':
+      return parseStatus(data);
+    case 'export_result':
+      return parseExport(data);
+    case 'verify_result':
+      return parseVerify(data);
+    case 'code_ran':
+      return parseCodeRan(data);
+    default:
+      return null;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Paths (POSIX, relative to the Jupyter server root, as the file browser uses)
+// ---------------------------------------------------------------------------
+
+/** Normalize a server path: no leading/trailing slash, no `.`, `..` folded. */
+export function normalizePath(path: string): string {
+  const out: string[] = [];
+  for (const part of path.split('/')) {
+    if (part === '' || part === '.') {
+      continue;
+    }
+    if (part === '..' && out.length > 0 && out[out.length - 1] !== '..') {
+      out.pop();
+    } else {
+      out.push(part);
+    }
+  }
+  return out.join('/');
+}
+
+/** Directory part of a server path ('' for the root). */
+export function dirname(path: string): string {
+  const norm = normalizePath(path);
+  const slash = norm.lastIndexOf('/');
+  return slash < 0 ? '' : norm.slice(0, slash);
+}
+
+/** File name part of a server path. */
+export function basename(path: string): string {
+  const norm = normalizePath(path);
+  return norm.slice(norm.lastIndexOf('/') + 1);
+}
+
+/** Join server path pieces; a piece starting with '/' does not reset. */
+export function joinPath(...parts: string[]): string {
+  return normalizePath(parts.filter(p => p !== '').join('/'));
+}
+
+/** True for '/x', 'C:\\x' or 'C:/x': a path the server root cannot express. */
+export function isAbsolutePath(path: string): boolean {
+  return path.startsWith('/') || /^[A-Za-z]:[\\/]/.test(path);
+}
+
+/**
+ * The path of `target` relative to directory `fromDir` (both server paths).
+ *
+ * The kernel's working directory is the notebook's directory, so paths sent
+ * to the kernel are made relative to it.
+ */
+export function relativePath(fromDir: string, target: string): string {
+  const from = normalizePath(fromDir).split('/').filter(Boolean);
+  const to = normalizePath(target).split('/').filter(Boolean);
+  let common = 0;
+  while (
+    common < from.length &&
+    common < to.length &&
+    from[common] === to[common]
+  ) {
+    common++;
+  }
+  const ups = from.slice(common).map(() => '..');
+  return [...ups, ...to.slice(common)].join('/') || '.';
+}
+
+/**
+ * Where the kernel's answer `reported` (relative to the notebook directory,
+ * or absolute) lives as a server path; falls back to `requested` when the
+ * kernel reported nothing usable.
+ */
+export function resolveReportedPath(
+  notebookDir: string,
+  reported: string,
+  requested: string
+): string {
+  if (!reported || isAbsolutePath(reported)) {
+    return normalizePath(requested);
+  }
+  return joinPath(notebookDir, reported);
+}
+
+/**
+ * Default export path for a notebook: `<name>-export.ipynb` next to it, or in
+ * `directory` when that setting is not empty.
+ */
+export function defaultExportPath(notebookPath: string, directory = ''): string {
+  const name = basename(notebookPath).replace(/\.ipynb$/i, '');
+  const dir = directory.trim() ? directory : dirname(notebookPath);
+  return joinPath(dir, `${name || 'notebook'}-export.ipynb`);
+}
+
+// ---------------------------------------------------------------------------
+// Status text
+// ---------------------------------------------------------------------------
+
+/** 340 -> "340", 1234 -> "1.2k", 56789 -> "57k", 2500000 -> "2.5M". */
+export function formatTokens(n: number): string {
+  if (n < 1000) {
+    return String(n);
+  }
+  const scaled = (value: number, unit: string): string =>
+    (value < 10 ? value.toFixed(1).replace(/\.0$/, '') : Math.round(value)) +
+    unit;
+  return n < 999_500 ? scaled(n / 1000, 'k') : scaled(n / 1_000_000, 'M');
+}
+
+/** 0.00214 -> "$0.0021", 0.5 -> "$0.50", null -> "" (unknown). */
+export function formatCost(cost: number | null): string {
+  if (cost === null) {
+    return '';
+  }
+  return '$' + (cost > 0 && cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2));
+}
+
+const APPROVAL_LABELS: Record<ApprovalPolicy, string> = {
+  always: 'ask each',
+  risky: 'ask if risky',
+  never: 'auto-run'
+};
+
+export function approvalLabel(policy: ApprovalPolicy): string {
+  return APPROVAL_LABELS[policy];
+}
+
+/**
+ * One-line status bar text, e.g.
+ * "gpt-4o-mini · 1.2k in / 340 out · $0.0021 · ask each · sandbox".
+ */
+export function formatStatus(status: IStatusMessage): string {
+  const parts = [
+    status.model || 'no model',
+    `${formatTokens(status.prompt_tokens)} in / ${formatTokens(
+      status.completion_tokens
+    )} out`
+  ];
+  const cost = formatCost(status.cost);
+  if (cost) {
+    parts.push(cost);
+  }
+  parts.push(approvalLabel(status.approval));
+  if (status.sandbox) {
+    parts.push('sandbox');
+  }
+  return parts.join(' · ');
+}
+
+/** Multi-line tooltip with every field spelled out. */
+export function formatStatusTooltip(status: IStatusMessage): string {
+  const where =
+    status.kernel === 'ipython-magic' ? '%%oi magic' : 'Open Interpreter kernel';
+  return [
+    `Open Interpreter (${where})`,
+    `Model: ${status.model || '(none)'} (click to change)`,
+    `Tokens: ${status.prompt_tokens} prompt, ${status.completion_tokens} completion`,
+    `Cost: ${status.cost === null ? 'unknown' : formatCost(status.cost)}`,
+    `Approval: ${approvalLabel(status.approval)} (${status.approval})`,
+    `Sandbox: ${status.sandbox ? 'on' : 'off'}`,
+    `Turns: ${status.turns}`
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------
+// Verify report
+// ---------------------------------------------------------------------------
+
+export type VerifyCounts = Record<VerifyCellStatus, number>;
+
+export function countVerifyCells(cells: IVerifyCell[]): VerifyCounts {
+  const counts: VerifyCounts = { same: 0, different: 0, error: 0, skipped: 0 };
+  for (const cell of cells) {
+    counts[cell.status]++;
+  }
+  return counts;
+}
+
+/** "12 cells: 10 same, 1 different, 1 error" (zero counts left out). */
+export function verifySummary(cells: IVerifyCell[]): string {
+  const counts = countVerifyCells(cells);
+  const noun = cells.length === 1 ? 'cell' : 'cells';
+  const detail = CELL_STATUSES.filter(s => counts[s] > 0)
+    .map(s => `${counts[s]} ${s}`)
+    .join(', ');
+  return detail
+    ? `${cells.length} ${noun}: ${detail}`
+    : `${cells.length} ${noun}`;
+}
+
+// ---------------------------------------------------------------------------
+// Inserting generated code as notebook cells
+// ---------------------------------------------------------------------------
+
+/** A block of code in some language, as the interpreter ran it. */
+export interface ICodeBlock {
+  language: string;
+  code: string;
+}
+
+const MAGIC_BY_LANGUAGE: Record<string, string> = {
+  python: '',
+  python3: '',
+  py: '',
+  ipython: '',
+  shell: '%%bash',
+  bash: '%%bash',
+  sh: '%%bash',
+  zsh: '%%bash',
+  javascript: '%%script node',
+  js: '%%script node',
+  node: '%%script node',
+  html: '%%html',
+  markdown: '%%markdown',
+  md: '%%markdown',
+  ruby: '%%ruby',
+  perl: '%%perl',
+  r: '%%script Rscript',
+  powershell: '%%script pwsh',
+  applescript: '%%script osascript'
+};
+
+/**
+ * IPython cell magic that runs `language` in a python3 kernel: '' for Python,
+ * `%%bash` for shell, and `%%script <language>` for anything unknown.
+ */
+export function magicPrefix(language: string): string {
+  const key = language.trim().toLowerCase();
+  if (!key) {
+    return '';
+  }
+  if (key in MAGIC_BY_LANGUAGE) {
+    return MAGIC_BY_LANGUAGE[key];
+  }
+  return /^[a-z0-9_+.-]+$/.test(key) ? `%%script ${key}` : '';
+}
+
+/** Cell source for `code` in `language`, with the magic line when needed. */
+export function cellSourceFor(language: string, code: string): string {
+  const body = code.replace(/\s+$/, '');
+  const magic = magicPrefix(language);
+  if (!magic || body.trimStart().startsWith(magic)) {
+    return body;
+  }
+  return `${magic}\n${body}`;
+}
+
+/** Whether a cell's source loads or uses the `%%oi` magic. */
+export function usesOiMagic(source: string): boolean {
+  return /^\s*(%%oi\b|%oi\b|%(re)?load_ext\s+oi_kernel\b)/m.test(source);
+}

@@ -1,0 +1,3 @@
+from oi_kernel.kernelapp import main
+
+main()

@@ -1,0 +1,309 @@
+"""The child IPython kernel: its lifecycle, and the message pump between it and us.
+
+The child is started through jupyter_client's ``AsyncKernelManager`` with a
+kernelspec (so its provisioner decides how and where it runs), over ``ipc``
+sockets in a private 0700 directory. One persistent task reads each of the
+child's iopub, shell and stdin channels and dispatches by parent ``msg_id``; a
+single watchdog notices when the child dies. The owner (the wrapper kernel)
+receives every iopub message through ``on_iopub`` and re-parents it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from traitlets import Bool, Float, Unicode, default
+from traitlets.config import LoggingConfigurable
+
+from .errors import ChildDiedError, ChildKernelError
+
+IopubHandler = Callable[[dict[str, Any]], None]
+InputHandler = Callable[[str, bool, str], Awaitable[str]]
+
+
+class _Pending:
+    """One request to the child: its reply, and for executions its idle status."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, wants_idle: bool) -> None:
+        self.reply: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self.idle: asyncio.Future[None] = loop.create_future()
+        if not wants_idle:
+            self.idle.set_result(None)
+
+    def fail(self, error: BaseException) -> None:
+        for fut in (self.reply, self.idle):
+            if not fut.done():
+                fut.set_exception(error)
+                fut.exception()  # mark retrieved: a failure nobody awaits is not an error
+
+
+class ChildKernel(LoggingConfigurable):
+    """A child kernel that runs the approved code, so variables persist across turns."""
+
+    kernel_name = Unicode(
+        config=True,
+        help="Kernelspec name of the child kernel that runs approved code. It must be an "
+        "IPython kernel (cell magics run the other languages). Env: OI_CHILD_KERNEL.",
+    )
+
+    @default("kernel_name")
+    def _kernel_name_default(self) -> str:
+        return os.environ.get("OI_CHILD_KERNEL", "python3")
+
+    startup_timeout = Float(
+        60.0, config=True, help="Seconds to wait for the child kernel to answer after starting."
+    )
+    watchdog_interval = Float(
+        0.25, config=True, help="Seconds between checks that the child kernel is still alive."
+    )
+    cwd = Unicode("", config=True, help="Working directory of the child kernel; empty means ours.")
+    sandboxed = Bool(False, help="Set by the sandbox provisioner when the child is confined.")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.on_iopub: IopubHandler = lambda msg: None
+        self.on_input: InputHandler | None = None
+        self.km: Any = None
+        self.kc: Any = None
+        self._dir: str | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._starting: asyncio.Task[None] | None = None
+        self._dead_reason = ""
+        self.restarts = 0
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def is_running(self) -> bool:
+        return self.kc is not None and not self._dead_reason
+
+    def start_soon(self) -> asyncio.Task[None]:
+        """Start the child in the background (idempotent); await the task to wait for it."""
+        if self._starting is None or (self._starting.done() and not self.is_running):
+            self._starting = asyncio.ensure_future(self._start())
+        return self._starting
+
+    async def ensure_running(self) -> bool:
+        """Wait for a running child, starting a new one if it died. True when restarted."""
+        if self._starting is not None and not self._starting.done():
+            await self._starting
+        if self.is_running:
+            return False
+        restarted = self.km is not None
+        if restarted:
+            await self._cleanup()
+            self.restarts += 1
+        await self.start_soon()
+        return restarted
+
+    async def _start(self) -> None:
+        from jupyter_client.manager import AsyncKernelManager
+
+        self._dead_reason = ""
+        self._dir = tempfile.mkdtemp(prefix="oi-")  # 0700; short path for ipc sockets
+        km = AsyncKernelManager(
+            kernel_name=self.kernel_name,
+            transport="ipc",
+            ip=os.path.join(self._dir, "k"),
+            connection_file=os.path.join(self._dir, "kernel.json"),
+        )
+        self.km = km
+        try:
+            await km.start_kernel(cwd=self.cwd or os.getcwd())
+            kc = km.client()
+            kc.start_channels()
+            await kc.wait_for_ready(timeout=self.startup_timeout)
+        except Exception as exc:
+            await self._cleanup()
+            raise ChildKernelError(
+                f"The child kernel '{self.kernel_name}' did not start: {exc}\n"
+                "Check that the kernelspec exists (`jupyter kernelspec list`) and starts on its "
+                "own, or choose another with OI_CHILD_KERNEL / c.ChildKernel.kernel_name."
+            ) from exc
+        self.kc = kc
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._read_iopub()),
+            loop.create_task(self._read_shell()),
+            loop.create_task(self._read_stdin()),
+            loop.create_task(self._watchdog()),
+        ]
+        self.log.info("child kernel %s started in %s", self.kernel_name, self._dir)
+
+    async def shutdown(self) -> None:
+        """Stop the child and remove its private directory."""
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            with contextlib.suppress(BaseException):
+                await self._starting
+        await self._cleanup(graceful=True)
+
+    async def _cleanup(self, graceful: bool = False) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        self._fail_pending(ChildDiedError("The child kernel was shut down."))
+        kc, km, self.kc, self.km = self.kc, self.km, None, None
+        if kc is not None:
+            kc.stop_channels()
+        if km is not None:
+            with contextlib.suppress(Exception):
+                if graceful and await km.is_alive():
+                    await asyncio.wait_for(km.shutdown_kernel(now=False), 5)
+            with contextlib.suppress(Exception):
+                if await km.is_alive():
+                    await km.shutdown_kernel(now=True)
+            with contextlib.suppress(Exception):
+                km.cleanup_resources()
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    async def interrupt(self) -> None:
+        """Forward an interrupt (signal or message, as the kernelspec says)."""
+        if self.km is not None and self.is_running:
+            with contextlib.suppress(Exception):
+                await self.km.interrupt_kernel()
+
+    # ----------------------------------------------------------------- requests
+    def send(
+        self,
+        msg_type: str,
+        content: dict[str, Any],
+        msg_id: str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        buffers: list[Any] | None = None,
+        channel: str = "shell",
+    ) -> str:
+        """Send a message to the child without waiting; returns its msg_id."""
+        if self.kc is None:
+            raise ChildDiedError("The child kernel is not running.")
+        session = self.kc.session
+        msg = session.msg(msg_type, content, metadata=metadata)
+        if msg_id:
+            msg["header"]["msg_id"] = msg_id
+            msg["msg_id"] = msg_id
+        sock = self.kc.control_channel if channel == "control" else self.kc.shell_channel
+        session.send(sock.socket, msg, buffers=buffers)
+        return msg["header"]["msg_id"]
+
+    async def request(
+        self,
+        msg_type: str,
+        content: dict[str, Any],
+        msg_id: str | None = None,
+        *,
+        wait_idle: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send a shell request and wait for its reply (and idle, for executions)."""
+        if not self.is_running:
+            raise ChildDiedError(self._dead_reason or "The child kernel is not running.")
+        pending = _Pending(asyncio.get_running_loop(), wait_idle)
+        mid = msg_id or self.kc.session.msg_id
+        self._pending[mid] = pending
+        try:
+            self.send(msg_type, content, mid)
+            reply = await asyncio.wait_for(pending.reply, timeout)
+            await asyncio.wait_for(pending.idle, timeout)
+            return reply
+        finally:
+            self._pending.pop(mid, None)
+
+    async def execute(
+        self,
+        code: str,
+        msg_id: str | None = None,
+        *,
+        allow_stdin: bool = False,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``code``; returns the execute_reply content once all output has arrived."""
+        content = {
+            "code": code,
+            "silent": silent,
+            "store_history": store_history,
+            "user_expressions": user_expressions or {},
+            "allow_stdin": allow_stdin,
+            "stop_on_error": False,
+        }
+        return await self.request("execute_request", content, msg_id, wait_idle=not silent)
+
+    # ----------------------------------------------------------------- pumps
+    async def _read_iopub(self) -> None:
+        channel = self.kc.iopub_channel
+        while True:
+            msg = await channel.get_msg()
+            parent_id = msg["parent_header"].get("msg_id")
+            msg_type = msg["header"]["msg_type"]
+            if msg_type == "status":
+                pending = self._pending.get(parent_id)
+                if pending and msg["content"]["execution_state"] == "idle":
+                    if not pending.idle.done():
+                        pending.idle.set_result(None)
+                continue
+            if msg_type == "execute_input":
+                continue
+            try:
+                self.on_iopub(msg)
+            except Exception:
+                self.log.exception("error forwarding a child iopub message")
+
+    async def _read_shell(self) -> None:
+        channel = self.kc.shell_channel
+        while True:
+            msg = await channel.get_msg()
+            pending = self._pending.get(msg["parent_header"].get("msg_id"))
+            if pending is not None and not pending.reply.done():
+                pending.reply.set_result(msg["content"])
+
+    async def _read_stdin(self) -> None:
+        channel = self.kc.stdin_channel
+        while True:
+            msg = await channel.get_msg()
+            if msg["header"]["msg_type"] != "input_request":
+                continue
+            content = msg["content"]
+            value = ""
+            try:
+                if self.on_input is not None:
+                    value = await self.on_input(
+                        content.get("prompt", ""),
+                        bool(content.get("password")),
+                        msg["parent_header"].get("msg_id", ""),
+                    )
+            except Exception:
+                self.log.exception("input request failed")
+            if self.kc is not None:
+                self.kc.input(value)
+
+    async def _watchdog(self) -> None:
+        while True:
+            await asyncio.sleep(self.watchdog_interval)
+            km = self.km
+            if km is None:
+                return
+            if not await km.is_alive():
+                code = None
+                with contextlib.suppress(Exception):
+                    code = km.provisioner.process.returncode  # type: ignore[union-attr]
+                self._dead_reason = (
+                    "The child kernel died"
+                    + (f" (exit code {code})" if code is not None else "")
+                    + ". Its variables were lost; it restarts on the next cell."
+                )
+                self._fail_pending(ChildDiedError(self._dead_reason))
+                return
+
+    def _fail_pending(self, error: BaseException) -> None:
+        for pending in list(self._pending.values()):
+            pending.fail(error)

@@ -1,0 +1,147 @@
+"""Plain data shared by the engine and its front doors: code blocks, LLM replies,
+approval decisions, and the record of each turn.
+
+Nothing here does I/O; every type is a dataclass that serialises to JSON with
+``dataclasses.asdict`` for the session log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+def code_hash(code: str) -> str:
+    """The sha256 of ``code`` as UTF-8, the identity of what ran in the audit log."""
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CodeBlock:
+    """One piece of code the LLM proposed."""
+
+    language: str
+    code: str
+    tool_call_id: str | None = None
+
+
+@dataclass
+class ToolCall:
+    """A function call as the LLM streamed it; ``arguments`` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Usage:
+    """Tokens and cost of one or more LLM requests (cost is None when unknown)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        if self.cost is None and other.cost is None:
+            cost = None
+        else:
+            cost = (self.cost or 0.0) + (other.cost or 0.0)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            cost,
+        )
+
+
+@dataclass
+class Reply:
+    """One complete LLM answer."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+
+
+Action = Literal["run", "skip", "stop"]
+
+
+@dataclass
+class ApprovalRequest:
+    """What the approver is asked about: one proposed block of one turn."""
+
+    turn: int
+    step: int
+    block: CodeBlock
+    flags: list[Any] = field(default_factory=list)
+    sandboxed: bool = False
+
+
+@dataclass
+class Decision:
+    """The answer to an ``ApprovalRequest``.
+
+    ``action`` "run" runs ``code`` (the shown text, or the user's edit when
+    ``edited``); "skip" runs nothing and tells the LLM ``reason``; "stop" ends the
+    instruction. ``run_all`` approves the rest of the instruction's steps too.
+    """
+
+    action: Action
+    code: str = ""
+    edited: bool = False
+    run_all: bool = False
+    reason: str = ""
+    by: str = "user"
+    at: float = field(default_factory=time.time)
+
+    @property
+    def label(self) -> str:
+        """approved / edited / skipped / stopped / auto, as shown and logged."""
+        if self.action == "skip":
+            return "skipped"
+        if self.action == "stop":
+            return "stopped"
+        if self.by == "auto":
+            return "auto"
+        return "edited" if self.edited else "approved"
+
+
+StepStatus = Literal["ok", "error", "skipped", "stopped", "interrupted", "died", "refused"]
+
+
+@dataclass
+class StepRecord:
+    """One proposed block and what became of it."""
+
+    index: int
+    block: CodeBlock
+    decision: Decision | None = None
+    status: StepStatus = "skipped"
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    feedback: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def code_ran(self) -> str | None:
+        if self.decision is None or self.decision.action != "run":
+            return None
+        return self.decision.code
+
+
+@dataclass
+class Turn:
+    """One instruction and everything the loop did for it."""
+
+    index: int
+    instruction: str
+    started: float = field(default_factory=time.time)
+    steps: list[StepRecord] = field(default_factory=list)
+    final_text: str = ""
+    end_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    llm_calls: int = 0

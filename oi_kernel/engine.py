@@ -1,0 +1,489 @@
+"""The turn loop shared by the kernel, the ``%%oi`` magic and the Python API.
+
+One instruction is one turn: ask the LLM, take the code it proposes, get a
+decision for each block, run what was approved, feed the output back, and repeat
+until a reply has no code, a cap is hit, or the user stops. Two seams make the
+front doors differ: an ``Executor`` (where code runs) and an ``Approver`` (how a
+decision is asked). Everything the loop does is reported as events to a sink and
+recorded in the session log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from traitlets import Enum, Instance, Integer, Unicode, default, observe
+from traitlets.config import LoggingConfigurable
+
+from . import codeblocks, prompts
+from .conversation import (
+    ApprovalRequest,
+    CodeBlock,
+    Decision,
+    Reply,
+    StepRecord,
+    Turn,
+    Usage,
+    code_hash,
+)
+from .errors import ApprovalUnavailableError, LLMError, OIError
+from .languages import available_languages, normalize_language
+from .llm import LLM
+
+ExecStatus = Literal["ok", "error", "interrupted", "died"]
+
+
+@dataclass
+class ExecResult:
+    """What running one block produced."""
+
+    status: ExecStatus
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    message: str = ""  # for "died": what happened and what it means
+
+
+class Executor(Protocol):
+    """Where approved code runs (a child kernel, or the user's own IPython shell)."""
+
+    sandboxed: bool
+
+    async def run(self, block: CodeBlock) -> ExecResult: ...
+
+
+class Approver(Protocol):
+    """How a decision is asked (widget card, stdin, a callback)."""
+
+    async def decide(self, request: ApprovalRequest) -> Decision: ...
+
+
+# ------------------------------------------------------------------- events
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ReplyDone:
+    step: int
+    reply: Reply
+    blocks: list[CodeBlock]
+
+
+@dataclass
+class CodeProposed:
+    request: ApprovalRequest
+    needs_approval: bool = True
+
+
+@dataclass
+class Decided:
+    record: StepRecord
+
+
+@dataclass
+class StepDone:
+    record: StepRecord
+
+
+@dataclass
+class Notice:
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+@dataclass
+class TurnDone:
+    turn: Turn
+
+
+Event = TextDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
+EventSink = Callable[[Event], None]
+
+
+def _env_flag(name: str) -> bool | None:
+    value = os.environ.get(name, "").strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    return None
+
+
+class Engine(LoggingConfigurable):
+    """The conversation and its turn loop."""
+
+    approval = Enum(
+        ["always", "risky", "never"],
+        config=True,
+        help="When to ask before running code: 'always' (every block), 'risky' (only blocks "
+        "the risk review flags), 'never' (run everything: auto-run). Env: OI_APPROVAL; "
+        "OI_AUTO_RUN=1 means 'never'.",
+    )
+
+    @default("approval")
+    def _approval_default(self) -> str:
+        env = os.environ.get("OI_APPROVAL", "").strip().lower()
+        if env in {"always", "risky", "never"}:
+            return env
+        return "never" if _env_flag("OI_AUTO_RUN") else "always"
+
+    max_steps = Integer(
+        10,
+        config=True,
+        help="Most LLM calls for one instruction before the turn stops. Env: OI_MAX_STEPS.",
+    )
+
+    @default("max_steps")
+    def _max_steps_default(self) -> int:
+        try:
+            return max(1, int(os.environ.get("OI_MAX_STEPS", "10")))
+        except ValueError:
+            return 10
+
+    @observe("max_steps")
+    def _check_max_steps(self, change: dict[str, Any]) -> None:
+        if change["new"] < 1:
+            raise OIError("max_steps must be at least 1 (it counts LLM calls per instruction).")
+
+    max_output_chars = Integer(
+        6000, config=True, help="Characters of a step's output the LLM sees (head + tail)."
+    )
+    custom_instructions = Unicode(
+        "", config=True, help="Text appended to the system prompt (your own instructions)."
+    )
+    llm = Instance(LLM)
+    log_sink = Instance(object, allow_none=True, help="A SessionLog (or None).")
+
+    def __init__(self, executor: Executor, approver: Approver, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if self.llm is None:
+            self.llm = LLM(parent=self)
+        self.executor = executor
+        self.approver = approver
+        self.messages: list[dict[str, Any]] = []
+        self.turns: list[Turn] = []
+        self.usage = Usage()
+
+    @property
+    def auto_run(self) -> bool:
+        return self.approval == "never"
+
+    # ------------------------------------------------------------ helpers
+    def _log(self, event: str, **fields: Any) -> None:
+        if self.log_sink is not None:
+            try:
+                self.log_sink.write(event, **fields)
+            except Exception:  # the log must never break a turn
+                self.log.exception("session log write failed")
+
+    def reset(self) -> None:
+        """Forget the conversation (the executor's state is the caller's business)."""
+        self.messages.clear()
+        self._log("conversation_reset")
+
+    def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
+        """The messages of the next LLM request: system prompt, then the conversation."""
+        system = prompts.system_prompt(
+            use_tools=use_tools,
+            languages=available_languages(),
+            cwd=os.getcwd(),
+            extra=self.custom_instructions,
+        )
+        return [{"role": "system", "content": system}, *self.messages]
+
+    # ------------------------------------------------------------ the loop
+    async def run_turn(self, instruction: str, emit: EventSink) -> Turn:
+        """Carry out one instruction; returns its record. Cancellation = interrupt."""
+        self.llm.check_configured()
+        turn = Turn(index=len(self.turns) + 1, instruction=instruction)
+        self.turns.append(turn)
+        self._log("turn_start", turn=turn.index, instruction=instruction)
+        self.messages.append({"role": "user", "content": instruction})
+        run_all = False
+        try:
+            for call in range(1, self.max_steps + 1):
+                reply, blocks, problems = await self._ask(turn, call, emit)
+                if not blocks and not problems:
+                    turn.final_text = reply.text
+                    turn.end_reason = "done"
+                    break
+                run_all, stop = await self._run_blocks(turn, reply, blocks, problems, run_all, emit)
+                if stop:
+                    turn.end_reason = "stopped"
+                    break
+            else:
+                turn.end_reason = "max_steps"
+                emit(
+                    Notice(
+                        f"Stopped after {self.max_steps} LLM calls (the step cap). Say 'continue' "
+                        "to go on, or raise it with OI_MAX_STEPS / c.Engine.max_steps.",
+                        "warning",
+                    )
+                )
+        except asyncio.CancelledError:
+            turn.end_reason = "interrupted"
+            self._close_open_tool_calls("The user interrupted this step; it did not finish.")
+            raise
+        except LLMError as exc:
+            turn.end_reason = "llm_error"
+            self._close_open_tool_calls("The step did not run.")
+            if exc.partial_text:
+                self.messages.append({"role": "assistant", "content": exc.partial_text})
+            raise
+        except ApprovalUnavailableError:
+            turn.end_reason = "approval_unavailable"
+            raise
+        finally:
+            self._log(
+                "turn_end",
+                turn=turn.index,
+                reason=turn.end_reason or "error",
+                steps=len(turn.steps),
+                usage=dataclasses.asdict(turn.usage),
+            )
+            emit(TurnDone(turn))
+        return turn
+
+    async def _ask(
+        self, turn: Turn, call: int, emit: EventSink
+    ) -> tuple[Reply, list[CodeBlock], list[str]]:
+        use_tools = self.llm.uses_tools()
+        messages = self.build_request(use_tools)
+        tools = [prompts.execute_tool(available_languages())] if use_tools else None
+        self._log(
+            "llm_request",
+            turn=turn.index,
+            step=call,
+            model=self.llm.model,
+            messages=messages,
+            tools=use_tools,
+        )
+        try:
+            reply = await self.llm.stream(
+                messages,
+                tools,
+                on_text=lambda delta: emit(TextDelta(delta)),
+                on_retry=lambda text: emit(Notice(text, "warning")),
+            )
+        except LLMError as exc:
+            self._log(
+                "llm_error",
+                turn=turn.index,
+                step=call,
+                error=str(exc),
+                partial_text=exc.partial_text,
+            )
+            raise
+        turn.llm_calls += 1
+        turn.usage = turn.usage + reply.usage
+        self.usage = self.usage + reply.usage
+        self._log(
+            "llm_response",
+            turn=turn.index,
+            step=call,
+            text=reply.text,
+            tool_calls=[dataclasses.asdict(c) for c in reply.tool_calls],
+            usage=dataclasses.asdict(reply.usage),
+            latency_s=round(reply.latency_s, 4),
+            finish_reason=reply.finish_reason,
+        )
+        problems: list[str] = []
+        if reply.tool_calls:
+            blocks, problems = codeblocks.blocks_from_tool_calls(reply.tool_calls)
+            self.messages.append(_assistant_tool_message(reply))
+        else:
+            blocks = codeblocks.extract_code_blocks(reply.text)
+            self.messages.append({"role": "assistant", "content": reply.text})
+        emit(ReplyDone(call, reply, blocks))
+        return reply, blocks, problems
+
+    async def _run_blocks(
+        self,
+        turn: Turn,
+        reply: Reply,
+        blocks: list[CodeBlock],
+        problems: list[str],
+        run_all: bool,
+        emit: EventSink,
+    ) -> tuple[bool, bool]:
+        """Decide and run each block; feed results back. Returns (run_all, stop)."""
+        feedback: list[str] = []
+        stop = False
+        for block in blocks:
+            record = StepRecord(index=len(turn.steps) + 1, block=block)
+            turn.steps.append(record)
+            if stop:
+                record.status = "stopped"
+                record.feedback = "Not run: the user stopped this instruction."
+            else:
+                run_all, stop = await self._run_step(turn, record, run_all, emit)
+            self._answer_tool_call(block.tool_call_id, record.feedback, feedback)
+        answered = {b.tool_call_id for b in blocks}
+        for call in reply.tool_calls:  # calls that gave no block: say what was wrong
+            if call.id not in answered:
+                self._answer_tool_call(call.id, "\n".join(problems) or "Unknown tool.", feedback)
+        if feedback:  # markdown mode: one user message with every result
+            self.messages.append({"role": "user", "content": "\n\n".join(feedback)})
+        return run_all, stop
+
+    async def _run_step(
+        self, turn: Turn, record: StepRecord, run_all: bool, emit: EventSink
+    ) -> tuple[bool, bool]:
+        block = record.block
+        language = normalize_language(block.language)
+        flags = _review(language or block.language, block.code)
+        request = ApprovalRequest(
+            turn.index, record.index, block, flags, getattr(self.executor, "sandboxed", False)
+        )
+        self._log(
+            "code_proposed",
+            turn=turn.index,
+            step=record.index,
+            language=block.language,
+            code=block.code,
+            sha256=code_hash(block.code),
+            flags=[dataclasses.asdict(f) for f in flags],
+        )
+        if language is None or language not in available_languages():
+            record.status = "refused"
+            record.feedback = (
+                f"Language '{block.language}' is not available here. Use one of: "
+                + ", ".join(available_languages())
+                + "."
+            )
+            emit(Notice(record.feedback, "warning"))
+            return run_all, False
+        emit(CodeProposed(request, self._needs_approval(request, run_all)))
+        decision = await self._decide(request, run_all)
+        record.decision = decision
+        self._log(
+            "decision",
+            turn=turn.index,
+            step=record.index,
+            action=decision.label,
+            code=decision.code if decision.action == "run" else "",
+            sha256=code_hash(decision.code) if decision.action == "run" else "",
+            reason=decision.reason,
+            by=decision.by,
+        )
+        emit(Decided(record))
+        if decision.action != "run":
+            record.status = "stopped" if decision.action == "stop" else "skipped"
+            why = f" Reason: {decision.reason}" if decision.reason else ""
+            record.feedback = (
+                "The user stopped this instruction; the code was not run." + why
+                if decision.action == "stop"
+                else "The user declined to run this code." + why
+            )
+            return run_all, decision.action == "stop"
+        await self._execute(
+            turn,
+            record,
+            CodeBlock(language, decision.code, block.tool_call_id),
+            _format_flags(flags),
+        )
+        emit(StepDone(record))
+        return run_all or decision.run_all, False
+
+    def _needs_approval(self, request: ApprovalRequest, run_all: bool) -> bool:
+        if self.approval == "never" or run_all:
+            return False
+        return not (self.approval == "risky" and not request.flags)
+
+    async def _decide(self, request: ApprovalRequest, run_all: bool) -> Decision:
+        if not self._needs_approval(request, run_all):
+            return Decision("run", request.block.code, by="auto")
+        return await self.approver.decide(request)
+
+    async def _execute(self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str) -> None:
+        started = time.monotonic()
+        try:
+            result = await self.executor.run(block)
+        except asyncio.CancelledError:
+            record.status = "interrupted"
+            record.duration_s = time.monotonic() - started
+            record.feedback = prompts.step_feedback("interrupted", "")
+            self._log_execution(turn, record, block)
+            raise
+        record.duration_s = time.monotonic() - started
+        record.status = result.status
+        record.outputs = result.outputs
+        from .outputs import outputs_to_text
+
+        text = result.message or outputs_to_text(result.outputs, max_chars=self.max_output_chars)
+        record.feedback = prompts.step_feedback(result.status, text, flags)
+        self._log_execution(turn, record, block)
+
+    def _log_execution(self, turn: Turn, record: StepRecord, block: CodeBlock) -> None:
+        self._log(
+            "execution",
+            turn=turn.index,
+            step=record.index,
+            language=block.language,
+            code=block.code,
+            sha256=code_hash(block.code),
+            status=record.status,
+            outputs=record.outputs,
+            duration_s=round(record.duration_s, 4),
+            feedback=record.feedback,
+        )
+
+    # ------------------------------------------------------------ messages
+    def _answer_tool_call(self, call_id: str | None, text: str, feedback: list[str]) -> None:
+        """A tool result message (tool mode), or text for the next user message (markdown)."""
+        if call_id:
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+        else:
+            feedback.append(text)
+
+    def _close_open_tool_calls(self, text: str) -> None:
+        """Every tool call needs a result, or the next request is invalid."""
+        while (call_id := _first_unanswered(self.messages)) is not None:
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+
+def _assistant_tool_message(reply: Reply) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": reply.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ],
+    }
+
+
+def _first_unanswered(messages: list[dict[str, Any]]) -> str | None:
+    """The id of the first tool call of the last assistant message that has no result."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if msg.get("role") == "assistant":
+            answered = {m.get("tool_call_id") for m in messages[i + 1 :] if m.get("role") == "tool"}
+            for call in msg.get("tool_calls") or []:
+                if call["id"] not in answered:
+                    return call["id"]
+            return None
+    return None
+
+
+def _review(language: str, code: str) -> list[Any]:
+    try:
+        from .risk import review
+
+        return review(language, code)
+    except Exception:  # a reviewer bug must not block the user's work (tests catch it)
+        return []
+
+
+def _format_flags(flags: list[Any]) -> str:
+    if not flags:
+        return ""
+    from .risk import format_flags
+
+    return format_flags(flags)

@@ -1,0 +1,76 @@
+"""A small error hierarchy whose messages say what happened and how to fix it.
+
+Everything the user can cause or repair is an ``OIError``; the kernel and the
+magic show ``str(error)`` as is, so each message is written for a person.
+"""
+
+from __future__ import annotations
+
+
+class OIError(Exception):
+    """Base of every error oi_kernel raises on purpose."""
+
+
+class ConfigError(OIError):
+    """A setting is missing or invalid."""
+
+
+class NotConfiguredError(ConfigError):
+    """No LLM is configured."""
+
+    def __init__(self, detail: str = "") -> None:
+        text = (
+            "No language model is configured.\n"
+            "Set one with the magic `%model NAME` (for example `%model gpt-4o-mini` or\n"
+            "`%model ollama/llama3.1`), or before starting Jupyter set OI_MODEL (and OI_API_KEY,\n"
+            "or the provider's own variable such as OPENAI_API_KEY; OI_API_BASE for a local\n"
+            "OpenAI-compatible server). Model names are litellm's: https://docs.litellm.ai/docs/providers"
+        )
+        super().__init__(f"{detail}\n{text}" if detail else text)
+
+
+class LLMError(OIError):
+    """The LLM call failed; ``partial_text`` keeps what streamed before the failure."""
+
+    def __init__(self, message: str, partial_text: str = "") -> None:
+        super().__init__(message)
+        self.partial_text = partial_text
+
+
+class LLMAuthError(LLMError):
+    """The provider rejected the credentials."""
+
+
+class LLMConnectionError(LLMError):
+    """The provider could not be reached (refused, DNS, TLS)."""
+
+
+class LLMTimeoutError(LLMError):
+    """The provider did not answer in time."""
+
+
+class LLMRateLimitError(LLMError):
+    """HTTP 429 after the allowed retries."""
+
+
+class LLMStreamCutError(LLMError):
+    """The stream ended before the reply was complete."""
+
+
+class ChildKernelError(OIError):
+    """The child kernel could not be started or died."""
+
+
+class ChildDiedError(ChildKernelError):
+    """The child kernel died while running code."""
+
+
+class ApprovalUnavailableError(OIError):
+    """Code needs approval but this frontend can't ask for it."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This code was not run: it needs your approval, and this frontend offers neither\n"
+            "widgets nor a stdin prompt. To let the model run code without asking, use\n"
+            "`%auto_run on` in the notebook, or set OI_AUTO_RUN=1 before starting Jupyter."
+        )

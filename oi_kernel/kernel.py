@@ -1,0 +1,538 @@
+"""OIKernel: the Jupyter protocol side of the Open Interpreter kernel.
+
+Each cell is an instruction for the engine, a direct cell (``%%python`` body or
+``!`` shell lines) for the child kernel, or line magics. Everything the child
+prints is re-parented to the cell that caused it. The kernel always replies:
+on failure exactly one ``error`` message and ``status: error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from typing import Any
+
+import zmq
+from ipykernel.kernelbase import Kernel
+from traitlets import Instance
+
+from . import __version__
+from .approval import StdinApprover
+from .child import ChildKernel
+from .conversation import CodeBlock
+from .engine import Engine, ExecResult
+from .errors import ChildDiedError, OIError
+from .languages import as_ipython_cell
+from .llm import LLM, warm_up
+from .magics_kernel import KernelMagics
+from .view import TurnView
+
+_OUTPUT_TYPES = {
+    "stream",
+    "display_data",
+    "update_display_data",
+    "execute_result",
+    "error",
+    "clear_output",
+}
+_COMM_TYPES = {"comm_open", "comm_msg", "comm_close"}
+
+
+class ChildExecutor:
+    """Runs approved code in the child kernel, showing its output in the current cell."""
+
+    def __init__(self, kernel: OIKernel) -> None:
+        self.kernel = kernel
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.kernel.child.sandboxed
+
+    async def run(self, block: CodeBlock) -> ExecResult:
+        return await self.kernel.run_in_child(as_ipython_cell(block.language, block.code))
+
+
+class OIKernel(Kernel):
+    """A kernel whose cells are natural-language instructions."""
+
+    implementation = "oi_kernel"
+    implementation_version = __version__
+    banner = (
+        "Open Interpreter: write what you want done; the model writes code, you approve it, "
+        "it runs in a Python kernel. %help lists the magics."
+    )
+    language_info = {
+        "name": "markdown",
+        "mimetype": "text/markdown",
+        "file_extension": ".md",
+        "codemirror_mode": "markdown",
+        "pygments_lexer": "markdown",
+    }
+    help_links = [{"text": "oi_kernel README", "url": "https://pypi.org/project/oi-kernel/"}]
+
+    child = Instance(ChildKernel)
+    engine = Instance(Engine)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._setup_comms()
+        self.child = ChildKernel(parent=self, log=self.log)
+        self.child.on_iopub = self._on_child_iopub
+        self.child.on_input = self._on_child_input
+        self.approver = StdinApprover(self.ask_stdin, lambda: self._allow_stdin)
+        self.engine = Engine(
+            executor=ChildExecutor(self),
+            approver=self.approver,
+            parent=self,
+            log=self.log,
+            llm=LLM(parent=self),
+        )
+        self.magics = KernelMagics(self)
+        self._parent_msg: dict[str, Any] = {}
+        self._parent_ident: Any = None
+        self._allow_stdin = False
+        self._collector: Any = None
+        self._active_child_id: str | None = None
+        self._routes: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._child_comms: set[str] = set()
+        self._task: asyncio.Task[Any] | None = None
+        self._instructions: list[tuple[int, str]] = []
+        self._session_log: Any = None
+
+    # ------------------------------------------------------------------ set-up
+    def _setup_comms(self) -> None:
+        import ipykernel.ipkernel  # noqa: F401  (makes comm.create_comm real, see ARCHITECTURE)
+        import comm
+
+        self.comm_manager = comm.get_comm_manager()
+        for msg_type in _COMM_TYPES:
+            self.shell_handlers[msg_type] = getattr(self, f"_{msg_type}")
+
+    def start(self) -> None:
+        super().start()
+        signal.signal(signal.SIGINT, self._on_sigint)
+        self.io_loop.add_callback(self._start_background)
+
+    def _start_background(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        task = self.child.start_soon()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # reported on use
+        warm_up()
+
+    def set_parent(self, ident: Any, parent: Any, channel: str = "shell") -> None:
+        """Give ``print`` in the wrapper the request's parent (else frontends drop it)."""
+        super().set_parent(ident, parent, channel)
+        if channel == "shell":
+            for stream in (sys.stdout, sys.stderr):
+                if hasattr(stream, "set_parent"):
+                    stream.set_parent(parent)
+
+    def pre_handler_hook(self) -> None:
+        """Keep our own SIGINT handler (the base one would raise inside the event loop)."""
+
+    def post_handler_hook(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ session log
+    @property
+    def session_log(self) -> Any:
+        if self._session_log is None:
+            from .session_log import SessionLog
+
+            self._session_log = SessionLog(secrets=self.engine.llm.secrets())
+            self._session_log.write(
+                "session_start",
+                kernel="open-interpreter",
+                model=self.engine.llm.model,
+                child_kernel=self.child.kernel_name,
+                cwd=os.getcwd(),
+                oi_version=__version__,
+                python=sys.version.split()[0],
+            )
+            self.engine.log_sink = self._session_log
+        return self._session_log
+
+    # ------------------------------------------------------------------ publishing
+    def publish(self, msg_type: str, content: dict[str, Any], **kw: Any) -> None:
+        """Send an iopub message as part of the current cell."""
+        self.session.send(self.iopub_socket, msg_type, content, parent=self._parent_msg, **kw)
+
+    def publish_error(self, ename: str, evalue: str, tb: list[str]) -> dict[str, Any]:
+        content = {"ename": ename, "evalue": evalue, "traceback": tb}
+        self.publish("error", content)
+        return {"status": "error", "execution_count": self.execution_count, **content}
+
+    # ------------------------------------------------------------------ execute
+    async def do_execute(
+        self,
+        code: str,
+        silent: bool,
+        store_history: bool = True,
+        user_expressions: dict[str, Any] | None = None,
+        allow_stdin: bool = False,
+        *,
+        cell_meta: dict[str, Any] | None = None,
+        cell_id: str | None = None,
+    ) -> dict[str, Any]:
+        self._parent_msg = self.get_parent("shell")
+        self._parent_ident = self._get_shell_context_var(self._shell_parent_ident)
+        self._allow_stdin = allow_stdin
+        ok = {
+            "status": "ok",
+            "execution_count": self.execution_count,
+            "payload": [],
+            "user_expressions": {},
+        }
+        if not code.strip():
+            return ok
+        if store_history:
+            self._instructions.append((self.execution_count, code))
+        self._task = asyncio.ensure_future(self._dispatch(code))
+        try:
+            result = await self._task
+        except asyncio.CancelledError:
+            return self.publish_error(
+                "KeyboardInterrupt",
+                "Interrupted by the user.",
+                ["KeyboardInterrupt: interrupted by the user."],
+            )
+        except OIError as exc:
+            return self.publish_error(type(exc).__name__, str(exc), str(exc).splitlines())
+        except Exception as exc:  # a bug of ours: say so, keep the kernel alive
+            self.log.exception("unexpected error in a cell")
+            return self.publish_error(
+                type(exc).__name__,
+                str(exc),
+                [
+                    "Internal error in oi_kernel (please report it):",
+                    *traceback.format_exc().splitlines(),
+                ],
+            )
+        finally:
+            self._task = None
+        if result is not None:
+            return result
+        return ok
+
+    async def _dispatch(self, code: str) -> dict[str, Any] | None:
+        stripped = code.lstrip()
+        if stripped.startswith("%%python"):
+            body = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+            return await self.run_direct("python", body)
+        lines = [ln for ln in code.strip().splitlines() if ln.strip()]
+        if all(ln.lstrip().startswith("!") for ln in lines):
+            return await self.run_direct("shell", "\n".join(ln.lstrip() for ln in lines))
+        if all(ln.lstrip().startswith("%") for ln in lines):
+            for line in lines:
+                await self.magics.run(line.strip())
+            return None
+        await self.run_instruction(code.strip())
+        return None
+
+    async def run_instruction(self, instruction: str) -> None:
+        _ = self.session_log
+        view = TurnView(self.publish, shows_code=not getattr(self.approver, "shows_code", False))
+        await self.engine.run_turn(instruction, view)
+
+    async def run_direct(self, kind: str, code: str) -> dict[str, Any] | None:
+        """A cell that bypasses the LLM: run it in the child as is."""
+        started = time.monotonic()
+        result = await self.run_in_child(code, store_history=True)
+        self.session_log.write(
+            "direct",
+            kind=kind,
+            code=code,
+            status=result.status,
+            outputs=result.outputs,
+            duration_s=round(time.monotonic() - started, 4),
+        )
+        if result.status == "died":
+            raise ChildDiedError(result.message)
+        if result.status == "error":
+            err = next((o for o in result.outputs if o["output_type"] == "error"), {})
+            return {
+                "status": "error",
+                "execution_count": self.execution_count,
+                "ename": err.get("ename", "Error"),
+                "evalue": err.get("evalue", ""),
+                "traceback": err.get("traceback", []),
+            }
+        return None
+
+    async def run_in_child(self, code: str, store_history: bool = True) -> ExecResult:
+        """Run code in the child, forwarding output to this cell; never leaves it running."""
+        from .outputs import OutputCollector
+
+        if await self.child.ensure_running() and self.child.restarts:
+            self.session_log.write("child_restart", reason="the previous child kernel died")
+            self.publish(
+                "stream",
+                {
+                    "name": "stderr",
+                    "text": ("The Python kernel was restarted: variables from before are gone.\n"),
+                },
+            )
+        msg_id = self._parent_msg.get("header", {}).get("msg_id") or None
+        collector = OutputCollector()
+        self._collector, self._active_child_id = collector, msg_id
+        if msg_id:
+            self._route(msg_id, self._parent_msg)
+        task = asyncio.ensure_future(
+            self.child.execute(
+                code, msg_id, allow_stdin=self._allow_stdin, store_history=store_history
+            )
+        )
+        try:
+            reply = await asyncio.shield(task)
+        except ChildDiedError as exc:
+            return ExecResult("died", collector.outputs, str(exc))
+        except asyncio.CancelledError:
+            await self._stop_child_run(task)
+            raise
+        finally:
+            self._collector = None
+        status = "ok" if reply.get("status") == "ok" else "error"
+        if reply.get("status") == "error" and reply.get("ename") == "KeyboardInterrupt":
+            status = "interrupted"
+        return ExecResult(status, collector.outputs)
+
+    async def _stop_child_run(self, task: asyncio.Task[Any]) -> None:
+        """After an interrupt: stop the child's execution, restart it if it will not stop."""
+        await self.child.interrupt()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 3.0)
+        except BaseException:
+            if not task.done():
+                self.log.warning("child did not stop after an interrupt; restarting it")
+                task.cancel()
+                await self.child.shutdown()
+
+    # ------------------------------------------------------------------ child iopub
+    def _route(self, child_msg_id: str, parent: dict[str, Any]) -> None:
+        self._routes[child_msg_id] = parent
+        self._routes.move_to_end(child_msg_id)
+        while len(self._routes) > 512:
+            self._routes.popitem(last=False)
+
+    def _on_child_iopub(self, msg: dict[str, Any]) -> None:
+        msg_type = msg["header"]["msg_type"]
+        parent_id = msg["parent_header"].get("msg_id")
+        parent = self._routes.get(parent_id) if parent_id else None
+        content = msg["content"]
+        if msg_type in _COMM_TYPES:
+            if msg_type == "comm_open":
+                self._child_comms.add(content["comm_id"])
+            elif msg_type == "comm_close":
+                self._child_comms.discard(content.get("comm_id"))
+            target = parent or self._parent_msg
+        elif msg_type in _OUTPUT_TYPES and parent is not None:
+            if msg_type == "execute_result":
+                content = {**content, "execution_count": self.execution_count}
+            if self._collector is not None and parent_id == self._active_child_id:
+                self._collector.add(msg_type, content)
+            target = parent
+        else:
+            return  # a stray from no request we know: never leak it into another cell
+        self.session.send(
+            self.iopub_socket,
+            msg_type,
+            content,
+            parent=target,
+            metadata=msg.get("metadata"),
+            buffers=msg.get("buffers"),
+        )
+
+    # ------------------------------------------------------------------ stdin
+    async def ask_stdin(self, prompt: str, password: bool = False) -> str:
+        """An input_request to the frontend, awaited without blocking the event loop."""
+        sock = self.stdin_socket
+        with contextlib.suppress(zmq.ZMQError):
+            while sock.recv_multipart(zmq.NOBLOCK):
+                pass
+        self.session.send(
+            sock,
+            "input_request",
+            {"prompt": prompt, "password": password},
+            parent=self._parent_msg,
+            ident=self._parent_ident,
+        )
+        while True:
+            try:
+                _ident, reply = self.session.recv(sock, zmq.NOBLOCK)
+            except zmq.ZMQError:
+                reply = None
+            if reply is not None:
+                value = reply["content"].get("value", "")
+                if value == "\x04":
+                    raise EOFError
+                return value
+            await asyncio.sleep(0.02)
+
+    async def _on_child_input(self, prompt: str, password: bool, parent_id: str) -> str:
+        if not self._allow_stdin:
+            return ""
+        return await self.ask_stdin(prompt, password)
+
+    # ------------------------------------------------------------------ comms
+    async def _comm_open(self, stream: Any, ident: Any, msg: dict[str, Any]) -> None:
+        content = msg["content"]
+        if content.get("target_name") in self.comm_manager.targets:
+            self.comm_manager.comm_open(stream, ident, msg)
+            return
+        self._child_comms.add(content["comm_id"])
+        await self._to_child(msg)
+
+    async def _comm_msg(self, stream: Any, ident: Any, msg: dict[str, Any]) -> None:
+        if msg["content"].get("comm_id") in self._child_comms:
+            await self._to_child(msg)
+        else:
+            self.comm_manager.comm_msg(stream, ident, msg)
+
+    async def _comm_close(self, stream: Any, ident: Any, msg: dict[str, Any]) -> None:
+        comm_id = msg["content"].get("comm_id")
+        if comm_id in self._child_comms:
+            self._child_comms.discard(comm_id)
+            await self._to_child(msg)
+        else:
+            self.comm_manager.comm_close(stream, ident, msg)
+
+    async def _to_child(self, msg: dict[str, Any]) -> None:
+        """Forward a frontend comm message with the same msg_id, remembering its parent."""
+        if not self.child.is_running:
+            return
+        msg_id = msg["header"]["msg_id"]
+        self._route(msg_id, msg)
+        self.child.send(
+            msg["header"]["msg_type"],
+            msg["content"],
+            msg_id,
+            metadata=msg.get("metadata"),
+            buffers=msg.get("buffers"),
+        )
+
+    async def comm_info_request(self, stream: Any, ident: Any, parent: dict[str, Any]) -> None:
+        target = parent["content"].get("target_name")
+        comms = {
+            k: {"target_name": v.target_name}
+            for k, v in self.comm_manager.comms.items()
+            if target is None or v.target_name == target
+        }
+        if self.child.is_running:
+            with contextlib.suppress(Exception):
+                reply = await self.child.request("comm_info_request", parent["content"], timeout=5)
+                comms.update(reply.get("comms", {}))
+        self.session.send(
+            stream, "comm_info_reply", {"status": "ok", "comms": comms}, parent, ident
+        )
+
+    # ------------------------------------------------------------------ interrupts
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        loop = getattr(self, "_loop", None)
+        if loop is not None:
+            loop.call_soon_threadsafe(self._interrupt)
+
+    def _interrupt(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+        else:  # nothing of ours running: maybe a direct request still in the child
+            asyncio.ensure_future(self.child.interrupt())
+
+    async def interrupt_request(self, stream: Any, ident: Any, parent: dict[str, Any]) -> None:
+        self._loop.call_soon_threadsafe(self._interrupt)
+        self.session.send(stream, "interrupt_reply", {"status": "ok"}, parent, ident=ident)
+
+    # ------------------------------------------------------------------ other requests
+    def _child_code(self, code: str, cursor_pos: int) -> tuple[str, int] | None:
+        """The part of a cell that is code for the child, with the cursor mapped into it."""
+        if code.lstrip().startswith("%%python"):
+            offset = len(code) - len(code.lstrip())
+            first_nl = code.find("\n", offset)
+            if first_nl == -1 or cursor_pos <= first_nl:
+                return None
+            return code[first_nl + 1 :], cursor_pos - first_nl - 1
+        return None
+
+    async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
+        mapped = self._child_code(code, cursor_pos)
+        empty = {
+            "status": "ok",
+            "matches": [],
+            "cursor_start": cursor_pos,
+            "cursor_end": cursor_pos,
+            "metadata": {},
+        }
+        if mapped is None:
+            if code.lstrip().startswith("%") and "\n" not in code.strip():
+                return self.magics.complete(code, cursor_pos) or empty
+            return empty
+        body, pos = mapped
+        reply = await self._child_request("complete_request", {"code": body, "cursor_pos": pos})
+        if not reply:
+            return empty
+        shift = cursor_pos - pos
+        reply["cursor_start"] += shift
+        reply["cursor_end"] += shift
+        return reply
+
+    async def do_inspect(
+        self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()
+    ) -> dict[str, Any]:
+        mapped = self._child_code(code, cursor_pos)
+        if mapped is None:
+            return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+        body, pos = mapped
+        reply = await self._child_request(
+            "inspect_request", {"code": body, "cursor_pos": pos, "detail_level": detail_level}
+        )
+        return reply or {"status": "ok", "found": False, "data": {}, "metadata": {}}
+
+    async def _child_request(self, msg_type: str, content: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            await asyncio.wait_for(self.child.ensure_running(), 30)
+            return await self.child.request(msg_type, content, timeout=10)
+        except Exception:
+            return None
+
+    async def do_is_complete(self, code: str) -> dict[str, Any]:
+        return {"status": "complete"}
+
+    async def do_history(
+        self,
+        hist_access_type: str,
+        output: bool,
+        raw: bool,
+        session: int = 0,
+        start: int = 0,
+        stop: int | None = None,
+        n: int | None = None,
+        pattern: str | None = None,
+        unique: bool = False,
+    ) -> dict[str, Any]:
+        items = [(0, count, code) for count, code in self._instructions]
+        if hist_access_type == "tail":
+            items = items[-(n or 10) :]
+        elif hist_access_type == "range":
+            items = [i for i in items if start <= i[1] and (stop is None or i[1] < stop)]
+        elif hist_access_type == "search" and pattern:
+            import fnmatch
+
+            items = [i for i in items if fnmatch.fnmatch(i[2], pattern)]
+        if output:
+            items = [(s, c, (code, None)) for s, c, code in items]
+        return {"status": "ok", "history": items}
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.child.shutdown(), 10)
+        if self._session_log is not None:
+            with contextlib.suppress(Exception):
+                self._session_log.write("session_end")
+                self._session_log.close()
+        return {"status": "ok", "restart": restart}

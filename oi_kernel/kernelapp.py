@@ -1,0 +1,35 @@
+"""The kernel application: ipykernel's app, running OIKernel, reading ``oi_kernel_config.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipykernel.kernelapp import IPKernelApp
+from traitlets import Type, default
+
+
+class OIKernelApp(IPKernelApp):
+    """Launches the Open Interpreter kernel."""
+
+    name = "oi-kernel"
+
+    kernel_class = Type("oi_kernel.kernel.OIKernel", klass="ipykernel.kernelbase.Kernel")
+
+    @default("config_file_name")
+    def _config_file_name_default(self) -> str:
+        return "oi_kernel_config"
+
+    def init_config_files(self) -> None:  # also look in the Jupyter config path
+        super().init_config_files()
+        from jupyter_core.paths import jupyter_config_path
+
+        for path in reversed(jupyter_config_path()):
+            if path not in self.config_file_paths:
+                self.config_file_paths.insert(0, path)
+
+    def init_shell(self) -> None:  # no IPython shell in the wrapper
+        self.shell = None
+
+
+def main(**kwargs: Any) -> None:
+    OIKernelApp.launch_instance(**kwargs)

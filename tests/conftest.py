@@ -1,0 +1,28 @@
+"""Shared fixtures. The scripted LLM server runs once per session; each test gets it with
+an empty script, no recorded requests and the default fallback."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+# Before anything imports litellm: never download the model cost map.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from tests.llm_server import ScriptedLLMServer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def _llm_server_session() -> Iterator[ScriptedLLMServer]:
+    with ScriptedLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_server(_llm_server_session: ScriptedLLMServer) -> Iterator[ScriptedLLMServer]:
+    """The scripted OpenAI-compatible server (``server.url`` is the api_base), reset."""
+    _llm_server_session.reset()
+    yield _llm_server_session
+    _llm_server_session.reset()

@@ -1,0 +1,551 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1 for tests, demos and benchmarks.
+
+Real HTTP (stdlib only), so the real litellm -> openai SDK -> httpx path runs in tests.
+Responses are queued FIFO, one per request; when the queue is empty a fallback answers
+(``text("Done.")`` unless set). Every request body is recorded in order.
+
+In-process use::
+
+    with ScriptedLLMServer() as server:
+        server.enqueue(text("Hello", chunk_size="random", seed=1), tool_call("print(1)"))
+        ...  # point OI_API_BASE at server.url, model "openai/scripted"
+
+From another process, script it over HTTP: ``POST /_script`` with a JSON list of specs
+(``[{"kind": "text", "content": "Hi"}]``) or an object ``{"responses": [...], "rules":
+[{"match": "regex", "respond": {...}}]}``; ``POST /_reset``; ``GET /_requests``. Run it in
+the foreground with ``python -m tests.llm_server --port 8765 [--script FILE.json]``.
+
+Usage numbers are deterministic: prompt_tokens = len(json.dumps(messages)) // 4 and
+completion_tokens = len(output) // 4 (output = text plus all tool-call arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import re
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ChunkSize = int | str | None
+Fallback = Callable[[dict], "Response"]
+
+DEFAULT_CHUNK = 4  # characters per delta when no size is given: about one token
+
+
+@dataclass
+class Call:
+    """One function call in a scripted reply; ``arguments`` is sent verbatim."""
+
+    arguments: str
+    name: str = "execute"
+    id: str | None = None
+    chunk_size: ChunkSize = None
+
+
+@dataclass
+class Response:
+    """What the server answers to one request. Build it with the module functions."""
+
+    content: str = ""
+    calls: list[Call] = field(default_factory=list)
+    chunk_size: ChunkSize = None
+    delay: float = 0.0
+    seed: int | None = None
+    status: int = 200
+    message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    cut_after: int | None = None
+    stall: float = 0.0
+
+    @property
+    def output(self) -> str:
+        return self.content + "".join(c.arguments for c in self.calls)
+
+
+# ----------------------------------------------------------------------------- builders
+
+
+def text(
+    content: str, chunk_size: ChunkSize = None, delay: float = 0.0, seed: int | None = None
+) -> Response:
+    """A plain text reply streamed in pieces of ``chunk_size`` chars (int, "random" = 1..12
+    seeded by ``seed``, None = 4), ``delay`` seconds apart."""
+    return Response(content=content, chunk_size=chunk_size, delay=delay, seed=seed)
+
+
+def tool_call(
+    code: str,
+    language: str = "python",
+    name: str = "execute",
+    call_id: str | None = None,
+    args_chunk_size: ChunkSize = None,
+    text: str = "",
+) -> Response:
+    """Optional leading ``text``, then one ``name(language, code)`` function call whose JSON
+    arguments arrive in fragments of ``args_chunk_size`` characters."""
+    arguments = json.dumps({"language": language, "code": code})
+    return Response(content=text, calls=[Call(arguments, name, call_id, args_chunk_size)])
+
+
+def tool_calls(calls: list[Call | dict | tuple], text: str = "") -> Response:
+    """Several calls in one reply. Items are ``Call``s, dicts ``{"code", "language", "name",
+    "call_id", "args_chunk_size"}`` or ``(code, language)`` tuples."""
+    return Response(content=text, calls=[_as_call(c) for c in calls])
+
+
+def raw_tool_call(
+    arguments_raw: str, name: str = "execute", call_id: str | None = None
+) -> Response:
+    """A function call whose arguments string is sent verbatim (e.g. invalid JSON)."""
+    return Response(calls=[Call(arguments_raw, name, call_id)])
+
+
+def error(status: int, message: str = "Scripted error", headers: dict | None = None) -> Response:
+    """An HTTP error with an OpenAI-style JSON body (e.g. 429 with {"Retry-After": "1"})."""
+    return Response(status=status, message=message, headers=dict(headers or {}))
+
+
+def cut(
+    content: str, after_chars: int, chunk_size: ChunkSize = None, delay: float = 0.0
+) -> Response:
+    """Stream ``content`` but drop the connection after ``after_chars`` characters, with no
+    finish_reason, no [DONE] and no final zero-length chunk."""
+    return Response(content=content, chunk_size=chunk_size, delay=delay, cut_after=after_chars)
+
+
+def stall(seconds: float, then: Response | None = None) -> Response:
+    """Wait ``seconds`` before sending any header, then answer ``then`` (text "Done.")."""
+    return dataclasses.replace(then or text("Done."), stall=seconds)
+
+
+def _as_call(item: Call | dict | tuple) -> Call:
+    if isinstance(item, Call):
+        return item
+    if isinstance(item, tuple):
+        item = dict(zip(("code", "language", "name", "call_id"), item, strict=False))
+    if "arguments" in item:
+        arguments = item["arguments"]
+    else:
+        arguments = json.dumps({"language": item.get("language", "python"), "code": item["code"]})
+    return Call(
+        arguments, item.get("name", "execute"), item.get("call_id"), item.get("args_chunk_size")
+    )
+
+
+def from_spec(spec: dict) -> Response:
+    """A Response from its JSON form: ``{"kind": "text" | "tool_call" | "tool_calls" |
+    "raw_tool_call" | "error" | "cut" | "stall", ...the builder's keyword arguments}``."""
+    args = dict(spec)
+    kind = args.pop("kind", "text")
+    if kind == "stall":
+        then = args.pop("then", None)
+        return stall(args["seconds"], from_spec(then) if then else None)
+    builders: dict[str, Callable[..., Response]] = {
+        "text": text,
+        "tool_call": tool_call,
+        "tool_calls": tool_calls,
+        "raw_tool_call": raw_tool_call,
+        "error": error,
+        "cut": cut,
+    }
+    if kind not in builders:
+        raise ValueError(f"unknown response kind {kind!r}; expected one of {sorted(builders)}")
+    return builders[kind](**args)
+
+
+def last_user_text(body: dict) -> str:
+    """The text of the last user message of a request (content parts joined)."""
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content") or ""
+            if isinstance(content, list):
+                return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return str(content)
+    return ""
+
+
+def rules_fallback(rules: list[dict], default: Response | None = None) -> Fallback:
+    """A fallback answering with the first rule whose ``match`` regex is found in the last
+    user message: ``[{"match": "plot", "respond": {"kind": "tool_call", "code": ...}}]``."""
+    compiled = [(re.compile(r["match"]), from_spec(r["respond"])) for r in rules]
+    fallback = default or text("Done.")
+
+    def answer(body: dict) -> Response:
+        prompt = last_user_text(body)
+        return next((resp for pattern, resp in compiled if pattern.search(prompt)), fallback)
+
+    return answer
+
+
+# ----------------------------------------------------------------------------- wire format
+
+
+def _pieces(s: str, size: ChunkSize, rng: random.Random) -> Iterator[str]:
+    i = 0
+    while i < len(s):
+        n = rng.randint(1, 12) if size == "random" else int(size or DEFAULT_CHUNK)
+        yield s[i : i + max(1, n)]
+        i += max(1, n)
+
+
+def usage_for(body: dict, response: Response) -> dict:
+    prompt = len(json.dumps(body.get("messages", []))) // 4
+    completion = len(response.output) // 4
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+class _Chunks:
+    """Builds chat.completion.chunk dicts for one streamed reply."""
+
+    def __init__(self, model: str) -> None:
+        self.base = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": "fp_scripted",
+        }
+
+    def delta(self, delta: dict, finish_reason: str | None = None) -> dict:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return {**self.base, "choices": [choice]}
+
+    def usage(self, usage: dict) -> dict:
+        return {**self.base, "choices": [], "usage": usage}
+
+
+def stream_deltas(response: Response) -> Iterator[dict]:
+    """The ``delta`` objects of a streamed reply, in order (without the final empty one)."""
+    rng = random.Random(response.seed)
+    yield {"role": "assistant", "content": ""}
+    for piece in _pieces(response.content, response.chunk_size, rng):
+        yield {"content": piece}
+    for index, call in enumerate(response.calls):
+        call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
+        function = {"name": call.name, "arguments": ""}
+        yield {
+            "tool_calls": [
+                {"index": index, "id": call_id, "type": "function", "function": function}
+            ]
+        }
+        size = call.chunk_size if call.chunk_size is not None else response.chunk_size
+        for piece in _pieces(call.arguments, size, rng):
+            yield {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+
+
+def completion_object(body: dict, response: Response) -> dict:
+    """A non-streamed chat.completion for ``response``."""
+    message: dict[str, Any] = {"role": "assistant", "content": response.content or None}
+    if response.calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id or f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in response.calls
+        ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "scripted"),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if response.calls else "stop",
+            }
+        ],
+        "usage": usage_for(body, response),
+    }
+
+
+# ----------------------------------------------------------------------------- server
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked bodies, as real providers do
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        owner = self.server.owner
+        path = self.path.split("?")[0].rstrip("/")
+        if path in ("/v1/models", "/models"):
+            model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "scripted"}
+            self._json(200, {"object": "list", "data": [model]})
+        elif path == "/_requests":
+            self._json(200, owner.requests)
+        else:
+            self._json(404, _error_body(404, f"no route GET {self.path}"))
+
+    def do_POST(self) -> None:  # noqa: N802
+        owner = self.server.owner
+        path = self.path.split("?")[0].rstrip("/")
+        try:
+            body = json.loads(
+                self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}"
+            )
+        except json.JSONDecodeError as exc:
+            self._json(400, _error_body(400, f"invalid JSON body: {exc}"))
+            return
+        if path in ("/v1/chat/completions", "/chat/completions"):
+            self._answer(body, owner._next_response(body))
+        elif path == "/_script":
+            try:
+                owner.load_script(body)
+            except (KeyError, TypeError, ValueError, re.error) as exc:
+                self._json(400, _error_body(400, f"bad script: {exc!r}"))
+                return
+            self._json(200, {"queued": owner.queued})
+        elif path == "/_reset":
+            owner.reset()
+            self._json(200, {"ok": True})
+        else:
+            self._json(404, _error_body(404, f"no route POST {self.path}"))
+
+    # -- answers
+
+    def _answer(self, body: dict, response: Response) -> None:
+        if response.stall and self.server.owner._stopping.wait(response.stall):
+            return
+        if response.status >= 400:
+            self._json(
+                response.status, _error_body(response.status, response.message), response.headers
+            )
+        elif body.get("stream"):
+            self._stream(body, response)
+        else:
+            self._json(200, completion_object(body, response), response.headers)
+
+    def _stream(self, body: dict, response: Response) -> None:
+        chunks = _Chunks(body.get("model", "scripted"))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for key, value in response.headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        try:
+            sent = 0
+            for delta in stream_deltas(response):
+                if response.cut_after is not None and "content" in delta:
+                    delta = {**delta, "content": delta["content"][: response.cut_after - sent]}
+                    sent += len(delta["content"])
+                self._event(chunks.delta(delta))
+                if response.cut_after is not None and sent >= response.cut_after:
+                    self._drop()
+                    return
+                if response.delay and self.server.owner._stopping.wait(response.delay):
+                    return
+            if response.cut_after is not None:
+                self._drop()
+                return
+            finish = "tool_calls" if response.calls else "stop"
+            self._event(chunks.delta({}, finish))
+            if (body.get("stream_options") or {}).get("include_usage"):
+                self._event(chunks.usage(usage_for(body, response)))
+            self._write_chunk(b"data: [DONE]\n\n")
+            self._write_chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _event(self, payload: dict) -> None:
+        self._write_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        """Close the socket mid-body, as a crashed proxy would."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _json(self, status: int, payload: Any, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+def _error_body(status: int, message: str) -> dict:
+    kinds = {
+        400: "invalid_request_error",
+        401: "invalid_request_error",
+        403: "permission_error",
+        404: "not_found_error",
+        429: "rate_limit_exceeded",
+    }
+    code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
+    kind = kinds.get(status, "server_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: ScriptedLLMServer
+
+
+class ScriptedLLMServer:
+    """An OpenAI-compatible server answering from a script; see the module docstring."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, model: str = "scripted") -> None:
+        self.host, self.port, self.model = host, port, model
+        self._lock = threading.Condition()
+        self._queue: deque[Response] = deque()
+        self._requests: list[dict] = []
+        self._fallback: Fallback | None = None
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The API base, e.g. ``http://127.0.0.1:PORT/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> ScriptedLLMServer:
+        self._stopping.clear()
+        self._httpd = _HTTPServer((self.host, self.port), _Handler)
+        self._httpd.owner = self
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="scripted-llm-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scripting
+
+    def enqueue(self, *responses: Response) -> None:
+        """Queue responses, consumed first-in first-out, one per chat request."""
+        with self._lock:
+            self._queue.extend(responses)
+
+    def set_fallback(self, response_or_callable: Response | Fallback | None) -> None:
+        """What answers when the queue is empty: a Response, or ``callable(body) -> Response``.
+        None restores the default ``text("Done.")``."""
+        with self._lock:
+            if isinstance(response_or_callable, Response):
+                fixed = response_or_callable
+                self._fallback = lambda body: fixed
+            else:
+                self._fallback = response_or_callable
+
+    def load_script(self, script: list | dict) -> None:
+        """Apply a JSON script: a list of specs to enqueue, or ``{"responses": [...],
+        "rules": [...], "fallback": spec}``."""
+        if isinstance(script, list):
+            script = {"responses": script}
+        responses = [from_spec(s) for s in script.get("responses", [])]
+        default = from_spec(script["fallback"]) if script.get("fallback") else None
+        if script.get("rules"):
+            self.set_fallback(rules_fallback(script["rules"], default))
+        elif default is not None:
+            self.set_fallback(default)
+        self.enqueue(*responses)
+
+    def reset(self) -> None:
+        """Forget the queue, the recorded requests and the fallback."""
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self._fallback = None
+
+    @property
+    def queued(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[dict]:
+        """A copy of every chat request body received, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    def wait_for_requests(self, n: int, timeout: float = 10) -> list[dict]:
+        """Block until at least ``n`` chat requests arrived; TimeoutError otherwise."""
+        with self._lock:
+            if not self._lock.wait_for(lambda: len(self._requests) >= n, timeout):
+                raise TimeoutError(f"expected {n} requests, got {len(self._requests)}")
+            return list(self._requests)
+
+    def _next_response(self, body: dict) -> Response:
+        with self._lock:
+            self._requests.append(body)
+            self._lock.notify_all()
+            if self._queue:
+                return self._queue.popleft()
+            fallback = self._fallback
+        return fallback(body) if fallback else text("Done.")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run the scripted OpenAI-compatible server.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--model", default="scripted")
+    parser.add_argument("--script", help="JSON file: a list of response specs, or an object")
+    args = parser.parse_args(argv)
+    server = ScriptedLLMServer(args.host, args.port, args.model)
+    if args.script:
+        with open(args.script, encoding="utf-8") as f:
+            server.load_script(json.load(f))
+    server.start()
+    print(f"Scripted LLM server at {server.url} (model openai/{server.model})", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

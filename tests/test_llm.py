@@ -1,0 +1,401 @@
+"""oi_kernel.llm over real HTTP: the scripted server, litellm, the openai SDK and aiohttp.
+
+Each test runs its own event loop with asyncio.run (no pytest-asyncio needed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from oi_kernel.conversation import Reply
+from oi_kernel.errors import (
+    LLMAuthError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMStreamCutError,
+    LLMTimeoutError,
+    NotConfiguredError,
+)
+from oi_kernel.llm import LLM
+from tests import llm_server as fake
+from tests.llm_server import ScriptedLLMServer
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-test-not-a-real-key"
+MESSAGES = [
+    {"role": "system", "content": "You run code."},
+    {"role": "user", "content": "print hello"},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "execute",
+            "description": "Run code",
+            "parameters": {
+                "type": "object",
+                "properties": {"language": {"type": "string"}, "code": {"type": "string"}},
+                "required": ["language", "code"],
+            },
+        },
+    }
+]
+
+
+def make_llm(server: ScriptedLLMServer, **traits: object) -> LLM:
+    return LLM(model="openai/scripted", api_base=server.url, api_key=KEY, **traits)
+
+
+def run(llm: LLM, tools: list[dict] | None = None, **callbacks: object) -> Reply:
+    return asyncio.run(llm.stream(MESSAGES, tools, **callbacks))  # type: ignore[arg-type]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------- success
+
+
+def test_text_with_random_chunks_arrives_in_order(llm_server: ScriptedLLMServer) -> None:
+    content = "The quick brown fox jumps over the lazy dog. " * 5
+    llm_server.enqueue(fake.text(content, chunk_size="random", seed=7))
+    pieces: list[str] = []
+    reply = run(make_llm(llm_server), on_text=pieces.append)
+    assert reply.text == content
+    assert "".join(pieces) == content
+    assert len(pieces) > 10
+    assert reply.tool_calls == []
+    assert reply.finish_reason == "stop"
+    assert reply.model == "openai/scripted"
+    assert reply.latency_s > 0
+
+
+def test_tool_call_split_across_many_deltas(llm_server: ScriptedLLMServer) -> None:
+    code = 'import math\nprint("pi", math.pi)\nfor i in range(3):\n    print(i)'
+    llm_server.enqueue(
+        fake.tool_call(code, call_id="call_abc", args_chunk_size=1, text="Let me compute.")
+    )
+    pieces: list[str] = []
+    reply = run(make_llm(llm_server), TOOLS, on_text=pieces.append)
+    assert reply.text == "Let me compute."
+    assert "".join(pieces) == "Let me compute."
+    [call] = reply.tool_calls
+    assert (call.id, call.name) == ("call_abc", "execute")
+    assert call.arguments == json.dumps({"language": "python", "code": code})
+    assert json.loads(call.arguments)["code"] == code
+    assert reply.finish_reason == "tool_calls"
+
+
+def test_two_tool_calls_in_one_reply(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(
+        fake.tool_calls(
+            [
+                {"code": "x = 1", "call_id": "call_1", "args_chunk_size": 3},
+                {"code": "ls -la", "language": "shell", "call_id": "call_2", "args_chunk_size": 5},
+            ]
+        )
+    )
+    reply = run(make_llm(llm_server), TOOLS)
+    assert [c.id for c in reply.tool_calls] == ["call_1", "call_2"]
+    args = [json.loads(c.arguments) for c in reply.tool_calls]
+    assert args == [
+        {"language": "python", "code": "x = 1"},
+        {"language": "shell", "code": "ls -la"},
+    ]
+
+
+def test_usage_reaches_reply(llm_server: ScriptedLLMServer) -> None:
+    content = "a" * 400
+    llm_server.enqueue(fake.text(content, chunk_size=50))
+    reply = run(make_llm(llm_server))
+    assert reply.usage.prompt_tokens == len(json.dumps(MESSAGES)) // 4
+    assert reply.usage.completion_tokens == 100
+    assert reply.usage.cost is None  # "openai/scripted" has no price in litellm's map
+
+
+def test_request_body_carries_messages_tools_and_options(llm_server: ScriptedLLMServer) -> None:
+    run(make_llm(llm_server, temperature=0.25), TOOLS)
+    [body] = llm_server.requests
+    assert body["model"] == "scripted"
+    assert body["messages"] == MESSAGES
+    assert body["tools"] == TOOLS
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["temperature"] == 0.25
+
+
+def test_no_tools_key_without_tools(llm_server: ScriptedLLMServer) -> None:
+    run(make_llm(llm_server))
+    assert "tools" not in llm_server.requests[0]
+
+
+# ----------------------------------------------------------------------------- retries
+
+
+def test_429_with_retry_after_retries_once(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(fake.error(429, "Slow down", {"Retry-After": "1"}), fake.text("ok"))
+    notices: list[str] = []
+    started = time.monotonic()
+    reply = run(make_llm(llm_server), on_retry=notices.append)
+    elapsed = time.monotonic() - started
+    assert reply.text == "ok"
+    assert notices == ["Rate limited (HTTP 429); retrying in 1.0 s (attempt 2 of 4)"]
+    assert len(llm_server.requests) == 2
+    assert 0.9 <= elapsed < 5
+
+
+def test_429_every_time_raises_rate_limit_error(llm_server: ScriptedLLMServer) -> None:
+    llm_server.set_fallback(fake.error(429, "Quota", {"Retry-After": "0"}))
+    with pytest.raises(LLMRateLimitError, match="429"):
+        run(make_llm(llm_server, max_retries=2))
+    assert len(llm_server.requests) == 3
+
+
+def test_500_until_retries_run_out(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(*[fake.error(500, "Boom")] * 3, fake.text("never reached"))
+    notices: list[str] = []
+    with pytest.raises(LLMError, match=r"HTTP 500\) after 3 attempts") as info:
+        run(make_llm(llm_server, max_retries=2), on_retry=notices.append)
+    assert "Boom" in str(info.value)
+    assert len(llm_server.requests) == 3
+    assert notices == [
+        "Server error (HTTP 500); retrying in 0.5 s (attempt 2 of 3)",
+        "Server error (HTTP 500); retrying in 1.0 s (attempt 3 of 3)",
+    ]
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def test_401_is_auth_error_naming_the_key_variable(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(fake.error(401, "Incorrect API key provided"))
+    with pytest.raises(LLMAuthError) as info:
+        run(make_llm(llm_server))
+    message = str(info.value)
+    assert "OI_API_KEY" in message and "OPENAI_API_KEY" in message
+    assert "Incorrect API key provided" in message
+    assert KEY not in message
+    assert len(llm_server.requests) == 1
+
+
+def test_connection_refused(llm_server: ScriptedLLMServer) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    llm = LLM(model="openai/scripted", api_base=url, api_key=KEY, max_retries=1)
+    notices: list[str] = []
+    with pytest.raises(LLMConnectionError) as info:
+        run(llm, on_retry=notices.append)
+    assert url in str(info.value) and "OI_API_BASE" in str(info.value)
+    assert len(notices) == 1 and "retrying in 0.5 s (attempt 2 of 2)" in notices[0]
+
+
+def test_stall_beyond_request_timeout(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(fake.stall(5))
+    started = time.monotonic()
+    with pytest.raises(LLMTimeoutError, match="request_timeout"):
+        run(make_llm(llm_server, request_timeout=1.0))
+    assert time.monotonic() - started < 3
+    assert len(llm_server.requests) == 1  # timeouts are not retried
+
+
+def test_cut_stream_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(fake.cut("Hello world, this reply is cut short", after_chars=8))
+    pieces: list[str] = []
+    with pytest.raises(LLMStreamCutError) as info:
+        run(make_llm(llm_server), on_text=pieces.append)
+    assert info.value.partial_text == "Hello wo"
+    assert "".join(pieces) == "Hello wo"
+    assert len(llm_server.requests) == 1  # text had arrived: never retried
+
+
+def test_cancellation_mid_stream_returns_promptly(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(fake.text("x" * 100, chunk_size=1, delay=0.2))
+
+    async def scenario() -> float:
+        first = asyncio.Event()
+        task = asyncio.create_task(
+            make_llm(llm_server).stream(MESSAGES, None, lambda _: first.set())
+        )
+        await asyncio.wait_for(first.wait(), 10)
+        cancelled_at = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - cancelled_at
+
+    assert asyncio.run(scenario()) < 1.0
+
+
+def test_on_text_exception_propagates_unchanged(llm_server: ScriptedLLMServer) -> None:
+    def boom(_: str) -> None:
+        raise ZeroDivisionError("from the callback")
+
+    with pytest.raises(ZeroDivisionError, match="from the callback"):
+        run(make_llm(llm_server), on_text=boom)
+    assert len(llm_server.requests) == 1
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+def test_check_configured_without_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OI_MODEL", raising=False)
+    with pytest.raises(NotConfiguredError):
+        LLM().check_configured()
+    monkeypatch.setenv("OI_MODEL", "gpt-4o-mini")
+    LLM().check_configured()
+    assert LLM().model == "gpt-4o-mini"
+
+
+def test_check_configured_does_not_import_litellm() -> None:
+    code = (
+        "import sys\n"
+        "from oi_kernel.errors import NotConfiguredError\n"
+        "from oi_kernel.llm import LLM\n"
+        "try:\n"
+        "    LLM().check_configured()\n"
+        "except NotConfiguredError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('no error')\n"
+        "LLM(model='gpt-4o-mini').check_configured()\n"
+        "LLM().secrets()\n"
+        "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OI_MODEL"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "expected"),
+    [
+        ("gpt-4o-mini", "", "gpt-4o-mini"),
+        ("llama3.1", "http://127.0.0.1:8000/v1", "openai/llama3.1"),
+        ("meta-llama/Llama-3-8B", "http://127.0.0.1:8000/v1", "openai/meta-llama/Llama-3-8B"),
+        ("ollama/llama3.1", "http://127.0.0.1:11434", "ollama/llama3.1"),
+        ("openai/scripted", "http://127.0.0.1:8000/v1", "openai/scripted"),
+    ],
+)
+def test_resolved_model(model: str, api_base: str, expected: str) -> None:
+    assert LLM(model=model, api_base=api_base).resolved_model() == expected
+
+
+def test_uses_tools() -> None:
+    local = "http://127.0.0.1:8000/v1"
+    assert LLM(model="llama3.1", api_base=local).uses_tools()
+    assert LLM(model="gpt-4o-mini").uses_tools()
+    assert not LLM(model="no-such-provider-model").uses_tools()
+    assert not LLM(model="gpt-4o-mini", tool_mode="markdown").uses_tools()
+    assert LLM(model="no-such-provider-model", tool_mode="tools").uses_tools()
+
+
+def test_env_defaults_and_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OI_API_BASE", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("OI_API_KEY", "sk-oi-secret")
+    monkeypatch.setenv("OI_TOOL_MODE", "markdown")
+    monkeypatch.setenv("SOMEPROVIDER_API_KEY", "sk-provider-secret")
+    llm = LLM()
+    assert (llm.api_base, llm.api_key, llm.tool_mode) == (
+        "http://127.0.0.1:1/v1",
+        "sk-oi-secret",
+        "markdown",
+    )
+    assert {"sk-oi-secret", "sk-provider-secret"} <= set(llm.secrets())
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+def _post(url: str, payload: object) -> dict:
+    request = urllib.request.Request(
+        url, json.dumps(payload).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def _chat(base: str, prompt: str) -> dict:
+    body = {"model": "scripted", "messages": [{"role": "user", "content": prompt}]}
+    return _post(f"{base}/chat/completions", body)
+
+
+def test_server_http_control_endpoints(llm_server: ScriptedLLMServer) -> None:
+    root = llm_server.url.removesuffix("/v1")
+    script = {
+        "responses": [{"kind": "tool_call", "code": "print(2)"}],
+        "rules": [{"match": "(?i)weather", "respond": {"kind": "text", "content": "Sunny."}}],
+        "fallback": {"kind": "text", "content": "No rule matched."},
+    }
+    assert _post(f"{root}/_script", script) == {"queued": 1}
+    first = _chat(llm_server.url, "anything")["choices"][0]
+    assert first["finish_reason"] == "tool_calls"
+    assert (
+        json.loads(first["message"]["tool_calls"][0]["function"]["arguments"])["code"] == "print(2)"
+    )
+    assert (
+        _chat(llm_server.url, "What's the WEATHER?")["choices"][0]["message"]["content"] == "Sunny."
+    )
+    assert _chat(llm_server.url, "hello")["choices"][0]["message"]["content"] == "No rule matched."
+    with urllib.request.urlopen(f"{root}/_requests", timeout=10) as response:
+        assert [b["messages"][0]["content"] for b in json.load(response)] == [
+            "anything",
+            "What's the WEATHER?",
+            "hello",
+        ]
+    with urllib.request.urlopen(f"{llm_server.url}/models", timeout=10) as response:
+        assert json.load(response)["data"][0]["id"] == "scripted"
+    _post(f"{root}/_reset", {})
+    assert llm_server.requests == []
+    assert _chat(llm_server.url, "weather")["choices"][0]["message"]["content"] == "Done."
+
+
+def test_server_rejects_unknown_kind(llm_server: ScriptedLLMServer) -> None:
+    root = llm_server.url.removesuffix("/v1")
+    with pytest.raises(urllib.error.HTTPError) as info:
+        _post(f"{root}/_script", [{"kind": "nonsense"}])
+    assert info.value.code == 400
+
+
+def test_server_wait_for_requests(llm_server: ScriptedLLMServer) -> None:
+    with pytest.raises(TimeoutError):
+        llm_server.wait_for_requests(1, timeout=0.1)
+    _chat(llm_server.url, "one")
+    assert len(llm_server.wait_for_requests(1, timeout=1)) == 1
+
+
+def test_server_cli_with_script_file(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"kind": "text", "content": "From the file."}]))
+    port = closed_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.llm_server", "--port", str(port), "--script", str(script)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert f"http://127.0.0.1:{port}/v1" in line
+        base = f"http://127.0.0.1:{port}/v1"
+        assert _chat(base, "hi")["choices"][0]["message"]["content"] == "From the file."
+        assert _chat(base, "hi")["choices"][0]["message"]["content"] == "Done."
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
