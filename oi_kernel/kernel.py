@@ -20,10 +20,11 @@ from typing import Any
 
 import zmq
 from ipykernel.kernelbase import Kernel
-from traitlets import Instance
+from traitlets import Enum, Instance, default
 
 from . import __version__
 from .approval import StdinApprover
+from .card import WidgetApprover
 from .child import ChildKernel
 from .conversation import CodeBlock
 from .engine import Engine, ExecResult
@@ -79,13 +80,30 @@ class OIKernel(Kernel):
     child = Instance(ChildKernel)
     engine = Instance(Engine)
 
+    approval_ui = Enum(
+        ["auto", "widget", "stdin"],
+        config=True,
+        help="How approval is asked: 'widget' (the approval card), 'stdin' (a y/N prompt), or "
+        "'auto': the card when the frontend renders widgets (it opened the widget control "
+        "comm, as JupyterLab and VS Code do), else stdin. Env: OI_APPROVAL_UI.",
+    )
+
+    @default("approval_ui")
+    def _approval_ui_default(self) -> str:
+        value = os.environ.get("OI_APPROVAL_UI", "auto").strip().lower()
+        return value if value in {"auto", "widget", "stdin"} else "auto"
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._setup_comms()
         self.child = ChildKernel(parent=self, log=self.log)
         self.child.on_iopub = self._on_child_iopub
         self.child.on_input = self._on_child_input
-        self.approver = StdinApprover(self.ask_stdin, lambda: self._allow_stdin)
+        self._widget_frontend = False
+        self.approver = WidgetApprover(
+            self.publish, self._use_widgets,
+            fallback=StdinApprover(self.ask_stdin, lambda: self._allow_stdin),
+        )
         self.engine = Engine(
             executor=ChildExecutor(self),
             approver=self.approver,
@@ -113,6 +131,18 @@ class OIKernel(Kernel):
         self.comm_manager = comm.get_comm_manager()
         for msg_type in _COMM_TYPES:
             self.shell_handlers[msg_type] = getattr(self, f"_{msg_type}")
+
+    def _use_widgets(self) -> bool:
+        if self.approval_ui == "auto":
+            return self._widget_frontend
+        return self.approval_ui == "widget"
+
+    def _ensure_widget_targets(self) -> None:
+        """Register ipywidgets' comm targets (imported lazily: it is not cheap)."""
+        if "jupyter.widget" not in self.comm_manager.targets:
+            import ipywidgets
+
+            ipywidgets.register_comm_target()
 
     def start(self) -> None:
         super().start()
@@ -237,7 +267,9 @@ class OIKernel(Kernel):
 
     async def run_instruction(self, instruction: str) -> None:
         _ = self.session_log
-        view = TurnView(self.publish, shows_code=not getattr(self.approver, "shows_code", False))
+        if self._use_widgets():
+            self._ensure_widget_targets()
+        view = TurnView(self.publish, shows_code=not self._use_widgets())
         await self.engine.run_turn(instruction, view)
 
     async def run_direct(self, kind: str, code: str) -> dict[str, Any] | None:
@@ -382,6 +414,9 @@ class OIKernel(Kernel):
     # ------------------------------------------------------------------ comms
     async def _comm_open(self, stream: Any, ident: Any, msg: dict[str, Any]) -> None:
         content = msg["content"]
+        if content.get("target_name") in ("jupyter.widget.control", "jupyter.widget"):
+            self._widget_frontend = True  # this frontend renders widgets
+            self._ensure_widget_targets()
         if content.get("target_name") in self.comm_manager.targets:
             self.comm_manager.comm_open(stream, ident, msg)
             return
