@@ -64,6 +64,29 @@ class ChildKernel(LoggingConfigurable):
     )
     cwd = Unicode("", config=True, help="Working directory of the child kernel; empty means ours.")
     sandboxed = Bool(False, help="Set by the sandbox provisioner when the child is confined.")
+    sandbox = Bool(
+        config=True,
+        help="Run the child kernel inside bubblewrap: read-only file system except the working "
+        "directory, private /tmp, no network, credentials in $HOME hidden, secret environment "
+        "variables removed. Refuses to start (never runs unconfined) where bwrap or user "
+        "namespaces are missing. Env: OI_SANDBOX=1. Magic: %sandbox on|off.",
+    )
+
+    @default("sandbox")
+    def _sandbox_default(self) -> bool:
+        return os.environ.get("OI_SANDBOX", "").strip().lower() in {"1", "true", "yes", "on"}
+
+    memory_limit = Unicode(
+        config=True,
+        help="Cap on the child kernel's address space (RLIMIT_AS), e.g. '2G', '512M' or bytes; "
+        "empty or 0: no cap. A runaway allocation then raises MemoryError and the kernel lives. "
+        "Libraries that reserve much virtual memory (many BLAS threads) need a higher cap. "
+        "Env: OI_MEMORY_LIMIT.",
+    )
+
+    @default("memory_limit")
+    def _memory_limit_default(self) -> str:
+        return os.environ.get("OI_MEMORY_LIMIT", "").strip()
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -107,15 +130,20 @@ class ChildKernel(LoggingConfigurable):
 
         self._dead_reason = ""
         self._dir = tempfile.mkdtemp(prefix="oi-")  # 0700; short path for ipc sockets
+        try:
+            spec_kw, start_kw = self._launch_options(self.cwd or os.getcwd())
+        except Exception:
+            await self._cleanup()
+            raise
         km = AsyncKernelManager(
-            kernel_name=self.kernel_name,
+            **spec_kw,
             transport="ipc",
             ip=os.path.join(self._dir, "k"),
             connection_file=os.path.join(self._dir, "kernel.json"),
         )
         self.km = km
         try:
-            await km.start_kernel(cwd=self.cwd or os.getcwd())
+            await km.start_kernel(cwd=self.cwd or os.getcwd(), **start_kw)
             kc = km.client()
             kc.start_channels()
             await kc.wait_for_ready(timeout=self.startup_timeout)
@@ -135,6 +163,36 @@ class ChildKernel(LoggingConfigurable):
             loop.create_task(self._watchdog()),
         ]
         self.log.info("child kernel %s started in %s", self.kernel_name, self._dir)
+
+    def _launch_options(self, cwd: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Kernel-manager and start_kernel options: the configured kernelspec as is, or one
+        derived from it in our private directory (sandbox and/or memory limit)."""
+        self.sandboxed = False
+        try:
+            from .limits import parse_size
+
+            memory = parse_size(self.memory_limit)
+        except ValueError as exc:
+            raise ChildKernelError(f"c.ChildKernel.memory_limit / OI_MEMORY_LIMIT: {exc}") from exc
+        if not (self.sandbox or memory):
+            return {"kernel_name": self.kernel_name}, {}
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        from .sandbox import child_env, write_child_spec
+
+        assert self._dir is not None
+        root = os.path.join(self._dir, "spec")
+        name = write_child_spec(
+            root,
+            self.kernel_name,
+            workspace=cwd,
+            private_dir=self._dir,
+            sandbox=self.sandbox,
+            memory_limit=memory,
+        )
+        spec_kw = {"kernel_name": name, "kernel_spec_manager": KernelSpecManager(kernel_dirs=[root])}
+        self.sandboxed = self.sandbox
+        return spec_kw, ({"env": child_env(os.environ)} if self.sandbox else {})
 
     async def shutdown(self) -> None:
         """Stop the child and remove its private directory."""

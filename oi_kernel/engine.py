@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from traitlets import Enum, Instance, Integer, Unicode, default, observe
+from traitlets import Enum, Float, Instance, Integer, Unicode, default, observe
 from traitlets.config import LoggingConfigurable
 
 from . import codeblocks, prompts
+from .context import fit_messages
 from .conversation import (
     ApprovalRequest,
     CodeBlock,
@@ -34,6 +35,7 @@ from .conversation import (
 )
 from .errors import ApprovalUnavailableError, LLMError, OIError
 from .languages import available_languages, normalize_language
+from .limits import Caps, cap_notice, env_number, timeout_feedback, timeout_notice
 from .llm import LLM
 
 ExecStatus = Literal["ok", "error", "interrupted", "died"]
@@ -151,8 +153,73 @@ class Engine(LoggingConfigurable):
         if change["new"] < 1:
             raise OIError("max_steps must be at least 1 (it counts LLM calls per instruction).")
 
+    step_timeout = Float(
+        config=True,
+        help="Seconds one code block may run before it is interrupted (the child kernel is "
+        "restarted if it does not stop within a few seconds) and the LLM is told it timed out; "
+        "0: no limit. Env: OI_STEP_TIMEOUT.",
+    )
+    max_tokens_per_turn = Integer(
+        config=True, help="Most tokens (prompt + completion) one instruction may use; 0: no cap. "
+        "Env: OI_MAX_TOKENS.",
+    )
+    max_cost_per_turn = Float(
+        config=True, help="Most cost in USD one instruction may use (models with a known price); "
+        "0: no cap. Env: OI_MAX_COST.",
+    )
+    max_tokens_per_session = Integer(
+        config=True, help="Most tokens the whole session may use; 0: no cap. "
+        "Env: OI_MAX_SESSION_TOKENS.",
+    )
+    max_cost_per_session = Float(
+        config=True, help="Most cost in USD the whole session may use; 0: no cap. "
+        "Env: OI_MAX_SESSION_COST.",
+    )
+
+    @default("step_timeout")
+    def _step_timeout_default(self) -> float:
+        return env_number("OI_STEP_TIMEOUT")
+
+    @default("max_tokens_per_turn")
+    def _max_tokens_per_turn_default(self) -> int:
+        return int(env_number("OI_MAX_TOKENS"))
+
+    @default("max_cost_per_turn")
+    def _max_cost_per_turn_default(self) -> float:
+        return env_number("OI_MAX_COST")
+
+    @default("max_tokens_per_session")
+    def _max_tokens_per_session_default(self) -> int:
+        return int(env_number("OI_MAX_SESSION_TOKENS"))
+
+    @default("max_cost_per_session")
+    def _max_cost_per_session_default(self) -> float:
+        return env_number("OI_MAX_SESSION_COST")
+
     max_output_chars = Integer(
         6000, config=True, help="Characters of a step's output the LLM sees (head + tail)."
+    )
+    context_budget = Integer(
+        0,
+        config=True,
+        help="Most prompt tokens per request. Older turns are condensed to fit (outputs first, "
+        "then code, then whole turns become one-line summaries); the system prompt, the current "
+        "instruction and the previous turn are kept. 0: the model's input limit from litellm's "
+        "model map minus reply_reserve (32,000 when unknown). Env: OI_CONTEXT_BUDGET.",
+    )
+
+    @default("context_budget")
+    def _context_budget_default(self) -> int:
+        try:
+            return max(0, int(os.environ.get("OI_CONTEXT_BUDGET", "0")))
+        except ValueError:
+            return 0
+
+    reply_reserve = Integer(
+        4096, config=True, help="Tokens kept free for the reply when the budget is automatic."
+    )
+    max_images = Integer(
+        3, config=True, help="Most images per step shown to a vision-capable model."
     )
     custom_instructions = Unicode(
         "", config=True, help="Text appended to the system prompt (your own instructions)."
@@ -167,6 +234,7 @@ class Engine(LoggingConfigurable):
         self.executor = executor
         self.approver = approver
         self.messages: list[dict[str, Any]] = []
+        self._turn_starts: list[int] = []  # index in messages of each turn's instruction
         self.turns: list[Turn] = []
         self.usage = Usage()
 
@@ -185,6 +253,7 @@ class Engine(LoggingConfigurable):
     def reset(self) -> None:
         """Forget the conversation (the executor's state is the caller's business)."""
         self.messages.clear()
+        self._turn_starts.clear()
         self._log("conversation_reset")
 
     def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
@@ -195,7 +264,23 @@ class Engine(LoggingConfigurable):
             cwd=os.getcwd(),
             extra=self.custom_instructions,
         )
-        return [{"role": "system", "content": system}, *self.messages]
+        messages = [{"role": "system", "content": system}, *self.messages]
+        return fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
+                            protect_from=self._protect_from())
+
+    def budget_tokens(self) -> int:
+        """The context budget for the next request, in tokens."""
+        if self.context_budget > 0:
+            return self.context_budget
+        window = self.llm.context_window() or 32_000
+        return max(2_000, window - self.reply_reserve)
+
+    def _protect_from(self) -> int | None:
+        """Index (in the request) of the previous turn's instruction: kept whole from there."""
+        starts = [i for i in self._turn_starts if i < len(self.messages)]
+        if len(starts) >= 2:
+            return starts[-2] + 1
+        return 1 if starts else None
 
     # ------------------------------------------------------------ the loop
     async def run_turn(self, instruction: str, emit: EventSink) -> Turn:
@@ -204,10 +289,15 @@ class Engine(LoggingConfigurable):
         turn = Turn(index=len(self.turns) + 1, instruction=instruction)
         self.turns.append(turn)
         self._log("turn_start", turn=turn.index, instruction=instruction)
+        self._turn_starts.append(len(self.messages))
         self.messages.append({"role": "user", "content": instruction})
         run_all = False
         try:
             for call in range(1, self.max_steps + 1):
+                if notice := self._cap_notice(turn):
+                    turn.end_reason = "cap"
+                    emit(Notice(notice, "warning"))
+                    break
                 reply, blocks, problems = await self._ask(turn, call, emit)
                 if not blocks and not problems:
                     turn.final_text = reply.text
@@ -253,6 +343,7 @@ class Engine(LoggingConfigurable):
     async def _ask(
         self, turn: Turn, call: int, emit: EventSink
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
+        await self.llm.prepare()
         use_tools = self.llm.uses_tools()
         messages = self.build_request(use_tools)
         tools = [prompts.execute_tool(available_languages())] if use_tools else None
@@ -330,7 +421,23 @@ class Engine(LoggingConfigurable):
                 self._answer_tool_call(call.id, "\n".join(problems) or "Unknown tool.", feedback)
         if feedback:  # markdown mode: one user message with every result
             self.messages.append({"role": "user", "content": "\n\n".join(feedback)})
+        self._show_images(turn.steps[len(turn.steps) - len(blocks):])
         return run_all, stop
+
+    def _show_images(self, records: list[StepRecord]) -> None:
+        """Vision models see the images the steps displayed (as a user message after the
+        results, since tool results are text); others get the '[image ...]' description."""
+        images = [
+            f"data:{mime};base64,{data.strip()}"
+            for r in records for o in r.outputs
+            for mime, data in (o.get("data") or {}).items()
+            if mime in ("image/png", "image/jpeg") and isinstance(data, str)
+        ][: self.max_images]
+        if images and self.llm.supports_vision():
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": "The images displayed by the code above:"}]
+            parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
+            self.messages.append({"role": "user", "content": parts})
 
     async def _run_step(
         self, turn: Turn, record: StepRecord, run_all: bool, emit: EventSink
@@ -387,6 +494,7 @@ class Engine(LoggingConfigurable):
             record,
             CodeBlock(language, decision.code, block.tool_call_id),
             _format_flags(flags),
+            emit,
         )
         emit(StepDone(record))
         return run_all or decision.run_all, False
@@ -401,10 +509,17 @@ class Engine(LoggingConfigurable):
             return Decision("run", request.block.code, by="auto")
         return await self.approver.decide(request)
 
-    async def _execute(self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str) -> None:
+    async def _execute(
+        self,
+        turn: Turn,
+        record: StepRecord,
+        block: CodeBlock,
+        flags: str,
+        emit: EventSink | None = None,
+    ) -> None:
         started = time.monotonic()
         try:
-            result = await self.executor.run(block)
+            result = await self._run_with_timeout(block)
         except asyncio.CancelledError:
             record.status = "interrupted"
             record.duration_s = time.monotonic() - started
@@ -412,13 +527,61 @@ class Engine(LoggingConfigurable):
             self._log_execution(turn, record, block)
             raise
         record.duration_s = time.monotonic() - started
+        if result is None:  # the step timeout stopped it (the executor interrupted the child)
+            record.status = "interrupted"
+            record.feedback = prompts.step_feedback(
+                "timeout", timeout_feedback(self.step_timeout), flags
+            )
+            if emit is not None:
+                emit(Notice(timeout_notice(self.step_timeout), "warning"))
+            self._log_execution(turn, record, block)
+            return
         record.status = result.status
         record.outputs = result.outputs
         from .outputs import outputs_to_text
+        from .redact import redact, secret_values_from_env
 
         text = result.message or outputs_to_text(result.outputs, max_chars=self.max_output_chars)
+        text = redact(text, [*self.llm.secrets(), *secret_values_from_env()])  # before the LLM
         record.feedback = prompts.step_feedback(result.status, text, flags)
         self._log_execution(turn, record, block)
+
+    async def _run_with_timeout(self, block: CodeBlock) -> ExecResult | None:
+        """The executor's result, or None when ``step_timeout`` expired first.
+
+        On expiry the run is cancelled, which the executor turns into an interrupt
+        of the child (and a restart if it will not stop). A cancellation from
+        outside (the user's interrupt) still propagates.
+        """
+        if not self.step_timeout:
+            return await self.executor.run(block)
+        task = asyncio.ensure_future(self.executor.run(block))
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()
+
+        timer = asyncio.get_running_loop().call_later(self.step_timeout, expire)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if expired and task.cancelled():
+                return None
+            raise
+        finally:
+            timer.cancel()
+
+    def _cap_notice(self, turn: Turn) -> str:
+        """The message for a token or cost cap this turn or the session reached; "" if none."""
+        caps = Caps(
+            self.max_tokens_per_turn,
+            self.max_cost_per_turn,
+            self.max_tokens_per_session,
+            self.max_cost_per_session,
+        )
+        return cap_notice(caps, turn.usage, self.usage)
 
     def _log_execution(self, turn: Turn, record: StepRecord, block: CodeBlock) -> None:
         self._log(

@@ -29,6 +29,7 @@ from .child import ChildKernel
 from .conversation import CodeBlock
 from .engine import Engine, ExecResult
 from .errors import ChildDiedError, OIError
+from .frontend_comm import FrontendComms
 from .languages import as_ipython_cell
 from .llm import LLM, warm_up
 from .magics_kernel import KernelMagics
@@ -112,6 +113,8 @@ class OIKernel(Kernel):
             llm=LLM(parent=self),
         )
         self.magics = KernelMagics(self)
+        self.frontend = FrontendComms(self.engine, lambda: self.session_log.path)
+        self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None
         self._allow_stdin = False
@@ -270,7 +273,8 @@ class OIKernel(Kernel):
         if self._use_widgets():
             self._ensure_widget_targets()
         view = TurnView(self.publish, shows_code=not self._use_widgets())
-        await self.engine.run_turn(instruction, view)
+        cell_id = self._parent_msg.get("metadata", {}).get("cellId")
+        await self.engine.run_turn(instruction, self.frontend.watch(view, cell_id))
 
     async def run_direct(self, kind: str, code: str) -> dict[str, Any] | None:
         """A cell that bypasses the LLM: run it in the child as is."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import os
 import socket
 import threading
@@ -70,6 +71,17 @@ def warm_up() -> None:
             return
         _warm_thread = threading.Thread(target=_load_litellm, name="oi-litellm-import", daemon=True)
         _warm_thread.start()
+
+
+@functools.lru_cache(maxsize=8192)
+def _count_tokens(text: str) -> int:
+    try:
+        _load_litellm()
+        from litellm.litellm_core_utils.default_encoding import encoding
+
+        return len(encoding.encode(text, disallowed_special=()))
+    except Exception:
+        return len(text) // 4 + 1
 
 
 async def _litellm_async() -> ModuleType:
@@ -170,6 +182,32 @@ class LLM(Configurable):
             return True
         try:
             return bool(_load_litellm().supports_function_calling(model))
+        except Exception:
+            return False
+
+    # -- context accounting (used by the engine's context budget)
+
+    async def prepare(self) -> None:
+        """Make sure litellm is imported, without blocking the event loop."""
+        await _litellm_async()
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` with litellm's bundled cl100k encoding (offline; approximate
+        for non-OpenAI models). Cached, since the same messages are counted every request."""
+        return _count_tokens(text)
+
+    def context_window(self) -> int | None:
+        """The model's input limit according to litellm's (local) model map, if known."""
+        try:
+            info = _load_litellm().get_model_info(self.resolved_model())
+        except Exception:
+            return None
+        value = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(value) if value else None
+
+    def supports_vision(self) -> bool:
+        try:
+            return bool(_load_litellm().supports_vision(self.resolved_model()))
         except Exception:
             return False
 

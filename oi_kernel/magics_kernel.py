@@ -127,6 +127,66 @@ class KernelMagics:
                 "(use `%reset --restart` to restart Python too)."
             )
 
+    async def m_sandbox(self, arg: str) -> None:
+        """run Python in a sandbox (no network, writes only here): %sandbox on|off"""
+        import os
+
+        child = self.kernel.child
+        value = arg.lower()
+        if value not in {"", "on", "off", "1", "0", "true", "false", "yes", "no"}:
+            raise OIError("Usage: %sandbox on|off")
+        where = child.cwd or os.getcwd()
+        if value:
+            want = value in {"on", "1", "true", "yes"}
+            if want:
+                from .sandbox import require_bwrap
+
+                require_bwrap()  # refuse before touching the running child
+            child.sandbox = want
+            await child.shutdown()
+            self.kernel.session_log.write(
+                "child_restart", reason=f"%sandbox {'on' if want else 'off'}", sandbox=want
+            )
+            await child.start_soon()
+        if child.sandbox:
+            text = (
+                "Sandbox is **on**: Python runs inside bubblewrap with no network, the file "
+                f"system read-only except `{where}` and a private /tmp, and credentials in your "
+                "home directory hidden."
+            )
+        else:
+            text = "Sandbox is **off**: Python runs with your own permissions and network."
+        if value:
+            text += " The Python kernel was restarted: variables from before are gone."
+        self.say(text)
+
+    def m_limits(self, arg: str) -> None:
+        """show or set limits: %limits step_timeout=60 max_tokens_per_turn=50000 (0 = off)"""
+        engine = self.kernel.engine
+        names = (
+            "step_timeout",
+            "max_tokens_per_turn",
+            "max_cost_per_turn",
+            "max_tokens_per_session",
+            "max_cost_per_session",
+        )
+        for item in arg.split():
+            name, _, value = item.partition("=")
+            if name not in names or not value:
+                raise OIError(f"Usage: %limits NAME=VALUE ... with NAME one of: {', '.join(names)}")
+            try:
+                number = float(value)
+            except ValueError as exc:
+                raise OIError(f"%limits {name}: {value!r} is not a number") from exc
+            if number < 0:
+                raise OIError(f"%limits {name}: use 0 to turn it off, not a negative number")
+            setattr(engine, name, int(number) if name.startswith("max_tokens") else number)
+        rows = [f"| `{n}` | {getattr(engine, n) or 'off'} |" for n in names]
+        rows.append(f"| `max_steps` | {engine.max_steps} |")
+        memory = self.kernel.child.memory_limit
+        rows.append(f"| memory (`c.ChildKernel.memory_limit`) | {memory or 'off'} |")
+        self.say("| limit | value |\n|---|---|\n" + "\n".join(rows))
+
     def m_history(self, arg: str) -> None:
         """show this session's instructions and steps"""
         turns = self.kernel.engine.turns
@@ -154,10 +214,17 @@ class KernelMagics:
         """show the session's token and cost totals"""
         u = self.kernel.engine.usage
         cost = f"${u.cost:.4f}" if u.cost is not None else "unknown"
-        self.say(
-            f"Session: {u.prompt_tokens:,} prompt tokens, {u.completion_tokens:,} "
-            f"completion tokens, cost {cost}."
-        )
+        text = (f"Session: {u.prompt_tokens:,} prompt tokens, {u.completion_tokens:,} "
+                f"completion tokens, cost {cost}.")
+        engine = self.kernel.engine
+        if engine.llm.model and engine.messages:
+            from .context import total_tokens
+
+            request = engine.build_request(engine.llm.uses_tools())
+            nxt = total_tokens(request, engine.llm.count_tokens)
+            text += (f" The next request would be about {nxt:,} tokens "
+                     f"(budget {engine.budget_tokens():,}).")
+        self.say(text)
 
     def m_export(self, arg: str) -> None:
         """write what ran as a python3 notebook: %export [PATH] [--include-failed] [--force]"""

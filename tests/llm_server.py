@@ -355,7 +355,12 @@ class _Handler(BaseHTTPRequestHandler):
                 if response.cut_after is not None and sent >= response.cut_after:
                     self._drop()
                     return
-                if response.delay and self.server.owner._stopping.wait(response.delay):
+                opening = "role" in delta  # the role-only first delta is sent without delay
+                if (
+                    response.delay
+                    and not opening
+                    and self.server.owner._stopping.wait(response.delay)
+                ):
                     return
             if response.cut_after is not None:
                 self._drop()
@@ -368,6 +373,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+            self.server.owner._note_disconnect(body)
 
     def _event(self, payload: dict) -> None:
         self._write_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
@@ -425,6 +431,7 @@ class ScriptedLLMServer:
         self._queue: deque[Response] = deque()
         self._requests: list[dict] = []
         self._fallback: Fallback | None = None
+        self._disconnected: list[dict] = []
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -496,6 +503,7 @@ class ScriptedLLMServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._disconnected.clear()
             self._fallback = None
 
     @property
@@ -508,6 +516,17 @@ class ScriptedLLMServer:
         """A copy of every chat request body received, oldest first."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def disconnected(self) -> list[dict]:
+        """Bodies of the requests whose stream the client abandoned (a write failed)."""
+        with self._lock:
+            return list(self._disconnected)
+
+    def _note_disconnect(self, body: dict) -> None:
+        with self._lock:
+            self._disconnected.append(body)
+            self._lock.notify_all()
 
     def wait_for_requests(self, n: int, timeout: float = 10) -> list[dict]:
         """Block until at least ``n`` chat requests arrived; TimeoutError otherwise."""

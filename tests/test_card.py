@@ -41,7 +41,9 @@ class Frontend:
             self.models.setdefault(content["comm_id"], {}).update(content["data"]["state"])
         elif kind == "stream":
             self.seen_text += content["text"]
-        elif kind == "display_data" and "application/vnd.jupyter.widget-view+json" in content["data"]:
+        elif (
+            kind == "display_data" and "application/vnd.jupyter.widget-view+json" in content["data"]
+        ):
             self.cards_seen += 1
             self.outputs_before_click.append(self.seen_text)
             if self.actions:
@@ -55,14 +57,25 @@ class Frontend:
     def act(self, button: str, new_code: str | None) -> None:
         if new_code is not None:
             self.click("oi-edit")
-            send_shell(self.ks, "comm_msg", {
-                "comm_id": self.comm_with_class("oi-code"),
-                "data": {"method": "update", "state": {"value": new_code}, "buffer_paths": []}})
+            send_shell(
+                self.ks,
+                "comm_msg",
+                {
+                    "comm_id": self.comm_with_class("oi-code"),
+                    "data": {"method": "update", "state": {"value": new_code}, "buffer_paths": []},
+                },
+            )
         self.click(button)
 
     def click(self, cls: str) -> None:
-        send_shell(self.ks, "comm_msg", {"comm_id": self.comm_with_class(cls),
-                                         "data": {"method": "custom", "content": {"event": "click"}}})
+        send_shell(
+            self.ks,
+            "comm_msg",
+            {
+                "comm_id": self.comm_with_class(cls),
+                "data": {"method": "custom", "content": {"event": "click"}},
+            },
+        )
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +89,11 @@ def lab(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("card")
     with KernelSession(env=oi_env(_server, tmp), cwd=str(tmp)) as ks:
         # what JupyterLab's widget manager does on connecting: open the control comm
-        send_shell(ks, "comm_open", {"comm_id": uuid.uuid4().hex,
-                                     "target_name": "jupyter.widget.control", "data": {}})
+        send_shell(
+            ks,
+            "comm_open",
+            {"comm_id": uuid.uuid4().hex, "target_name": "jupyter.widget.control", "data": {}},
+        )
         yield ks
 
 
@@ -88,15 +104,19 @@ def oi(lab, _server):
     return lab
 
 
-def run_with(oi: KernelSession, actions: list[tuple[str, str | None]], instruction: str = "go",
-             **kw: Any) -> tuple[CellResult, Frontend]:
+def run_with(
+    oi: KernelSession, actions: list[tuple[str, str | None]], instruction: str = "go", **kw: Any
+) -> tuple[CellResult, Frontend]:
     frontend = Frontend(oi, actions)
     return oi.execute(instruction, on_message=frontend, **kw), frontend
 
 
 def records(result: CellResult) -> list[str]:
-    return [m["content"]["data"]["text/html"] for m in result.of_type("update_display_data")
-            if "oi-card-decided" in m["content"]["data"].get("text/html", "")]
+    return [
+        m["content"]["data"]["text/html"]
+        for m in result.of_type("update_display_data")
+        if "oi-card-decided" in m["content"]["data"].get("text/html", "")
+    ]
 
 
 def test_run_click_runs_exactly_the_shown_code(oi, _server):
@@ -129,8 +149,12 @@ def test_edit_then_run_runs_the_edited_text(oi, _server):
 
 
 def test_run_all_approves_the_remaining_steps(oi, _server):
-    _server.enqueue(S.tool_call("print('one')"), S.tool_call("print('two')"),
-                    S.tool_call("print('three')"), S.text("all done"))
+    _server.enqueue(
+        S.tool_call("print('one')"),
+        S.tool_call("print('two')"),
+        S.tool_call("print('three')"),
+        S.text("all done"),
+    )
     result, fe = run_with(oi, [("oi-run-all", None)])
     assert fe.cards_seen == 1
     assert result.stdout == "one\ntwo\nthree\n"
@@ -166,16 +190,31 @@ def test_interrupt_cancels_a_pending_card(oi, _server):
 
 def test_child_widget_updates_flow_both_ways(oi):
     created = oi.execute("%%python\nimport ipywidgets as w\nslider = w.IntSlider(value=3)\nslider")
-    opens = [m for m in created.of_type("comm_open")
-             if m["content"]["data"]["state"].get("_model_name") == "IntSliderModel"]
+    opens = [
+        m
+        for m in created.of_type("comm_open")
+        if m["content"]["data"]["state"].get("_model_name") == "IntSliderModel"
+    ]
     assert opens, "the child's widget should be announced to the frontend"
     comm_id = opens[0]["content"]["comm_id"]
-    views = [m for m in created.of_type("execute_result")
-             if "application/vnd.jupyter.widget-view+json" in m["content"]["data"]]
-    assert views[0]["content"]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] == comm_id
+    views = [
+        m
+        for m in created.of_type("execute_result")
+        if "application/vnd.jupyter.widget-view+json" in m["content"]["data"]
+    ]
+    assert (
+        views[0]["content"]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        == comm_id
+    )
 
-    send_shell(oi, "comm_msg", {"comm_id": comm_id, "data": {
-        "method": "update", "state": {"value": 7}, "buffer_paths": []}})
+    send_shell(
+        oi,
+        "comm_msg",
+        {
+            "comm_id": comm_id,
+            "data": {"method": "update", "state": {"value": 7}, "buffer_paths": []},
+        },
+    )
     deadline = time.monotonic() + 10
     value = ""
     while time.monotonic() < deadline and value != "7":
@@ -183,6 +222,9 @@ def test_child_widget_updates_flow_both_ways(oi):
     assert value == "7"  # frontend -> child
 
     changed = oi.execute("%%python\nslider.value = 9")
-    updates = [m["content"]["data"] for m in changed.of_type("comm_msg")
-               if m["content"]["comm_id"] == comm_id]
+    updates = [
+        m["content"]["data"]
+        for m in changed.of_type("comm_msg")
+        if m["content"]["comm_id"] == comm_id
+    ]
     assert any(u.get("state", {}).get("value") == 9 for u in updates)  # child -> frontend
