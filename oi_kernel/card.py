@@ -156,8 +156,14 @@ class ApprovalCard:
         publish("update_display_data", {
             "data": {"text/html": record, "text/plain": plain}, "metadata": {},
             "transient": {"display_id": self.display_id}})
-        for widget in (*self.buttons, self.code, self.reason, self.root):
-            widget.close()
+        _close_tree(self.root)
+
+
+def _close_tree(widget: Any) -> None:
+    """Close a widget and everything inside it (a box left open would point at closed ones)."""
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    widget.close()
 
 
 class WidgetApprover:

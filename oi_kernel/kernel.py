@@ -34,6 +34,7 @@ from .languages import as_ipython_cell
 from .llm import LLM, warm_up
 from .magics_kernel import KernelMagics
 from .view import TurnView
+from .widget_state import StateMerger
 
 _OUTPUT_TYPES = {
     "stream",
@@ -44,6 +45,22 @@ _OUTPUT_TYPES = {
     "clear_output",
 }
 _COMM_TYPES = {"comm_open", "comm_msg", "comm_close"}
+
+
+def _skip_empty_flushes(*streams: Any) -> None:
+    """ipykernel flushes stdout and stderr around every request, each a round trip to its
+    IOPub thread (~0.3 ms). The wrapper seldom prints: flush only when something was
+    written since the last flush (the IOPub thread sends in order, so nothing overtakes)."""
+    for stream in streams:
+        if not hasattr(stream, "_flush_pending"):
+            continue  # not ipykernel's OutStream (e.g. under a test runner)
+        flush = stream.flush
+
+        def flush_if_pending(stream: Any = stream, flush: Any = flush) -> None:
+            if stream._flush_pending or getattr(stream, "_subprocess_flush_pending", False):
+                flush()
+
+        stream.flush = flush_if_pending
 
 
 class ChildExecutor:
@@ -94,6 +111,12 @@ class OIKernel(Kernel):
         value = os.environ.get("OI_APPROVAL_UI", "auto").strip().lower()
         return value if value in {"auto", "widget", "stdin"} else "auto"
 
+    @default("_execute_sleep")
+    def _execute_sleep_default(self) -> float:
+        """No sleep after each execute: it guards stdout of user code, which runs in the
+        child (whose own kernel keeps it); here it only added latency (benchmarks/)."""
+        return 0.0
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._setup_comms()
@@ -122,6 +145,7 @@ class OIKernel(Kernel):
         self._active_child_id: str | None = None
         self._routes: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._child_comms: set[str] = set()
+        self._states = StateMerger(self._send_comm_msg)
         self._task: asyncio.Task[Any] | None = None
         self._instructions: list[tuple[int, str]] = []
         self._session_log: Any = None
@@ -149,6 +173,7 @@ class OIKernel(Kernel):
 
     def start(self) -> None:
         super().start()
+        _skip_empty_flushes(sys.stdout, sys.stderr)
         signal.signal(signal.SIGINT, self._on_sigint)
         self.io_loop.add_callback(self._start_background)
 
@@ -176,9 +201,12 @@ class OIKernel(Kernel):
     @property
     def session_log(self) -> Any:
         if self._session_log is None:
+            from .redact import secret_values_from_env
             from .session_log import SessionLog
 
-            self._session_log = SessionLog(secrets=self.engine.llm.secrets())
+            self._session_log = SessionLog(
+                secrets=[*self.engine.llm.secrets(), *secret_values_from_env()]
+            )
             self._session_log.write(
                 "session_start",
                 kernel="open-interpreter",
@@ -362,6 +390,8 @@ class OIKernel(Kernel):
         parent = self._routes.get(parent_id) if parent_id else None
         content = msg["content"]
         if msg_type in _COMM_TYPES:
+            if msg_type == "comm_msg" and self._states.child_reply(msg):
+                return  # merged into one answer for the frontend
             if msg_type == "comm_open":
                 self._child_comms.add(content["comm_id"])
             elif msg_type == "comm_close":
@@ -421,6 +451,9 @@ class OIKernel(Kernel):
         if content.get("target_name") in ("jupyter.widget.control", "jupyter.widget"):
             self._widget_frontend = True  # this frontend renders widgets
             self._ensure_widget_targets()
+        if content.get("target_name") == "jupyter.widget.control":
+            self._states.control_comms.add(content["comm_id"])
+            await self._to_child(msg)  # the child answers for its own widgets
         if content.get("target_name") in self.comm_manager.targets:
             self.comm_manager.comm_open(stream, ident, msg)
             return
@@ -428,7 +461,14 @@ class OIKernel(Kernel):
         await self._to_child(msg)
 
     async def _comm_msg(self, stream: Any, ident: Any, msg: dict[str, Any]) -> None:
-        if msg["content"].get("comm_id") in self._child_comms:
+        comm_id = msg["content"].get("comm_id")
+        if comm_id in self._states.control_comms:
+            if (msg["content"].get("data") or {}).get("method") == "request_states":
+                self._ensure_widget_targets()
+                if self._states.request(comm_id, msg, self.child.is_running):
+                    await self._to_child(msg)
+            return
+        if comm_id in self._child_comms:
             await self._to_child(msg)
         else:
             self.comm_manager.comm_msg(stream, ident, msg)
@@ -440,6 +480,10 @@ class OIKernel(Kernel):
             await self._to_child(msg)
         else:
             self.comm_manager.comm_close(stream, ident, msg)
+
+    def _send_comm_msg(self, content: dict[str, Any], buffers: list[Any],
+                       parent: dict[str, Any]) -> None:
+        self.session.send(self.iopub_socket, "comm_msg", content, parent=parent, buffers=buffers)
 
     async def _to_child(self, msg: dict[str, Any]) -> None:
         """Forward a frontend comm message with the same msg_id, remembering its parent."""

@@ -90,6 +90,7 @@ class KernelSession:
         stdin: Iterable[str] | Callable[[str], str] | None = None,
         timeout: float = 60,
         on_message: Callable[[dict[str, Any]], None] | None = None,
+        on_other: Callable[[dict[str, Any]], None] | None = None,
         **kw: Any,
     ) -> CellResult:
         """Run a cell; return its reply and every iopub message it caused."""
@@ -106,6 +107,8 @@ class KernelSession:
                 msg = self.kc.get_iopub_msg(timeout=0.05)
             except queue.Empty:
                 msg = None
+            if msg is not None and on_other and msg["parent_header"].get("msg_id") != msg_id:
+                on_other(msg)
             if msg is not None and msg["parent_header"].get("msg_id") == msg_id:
                 kind = msg["header"]["msg_type"]
                 if kind == "status":

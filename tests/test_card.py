@@ -16,8 +16,9 @@ from tests.kernel_client import CellResult, KernelSession
 from tests.test_kernel import oi_env, sent_tool_results
 
 
-def send_shell(ks: KernelSession, msg_type: str, content: dict[str, Any]) -> None:
-    msg = ks.kc.session.msg(msg_type, content)
+def send_shell(ks: KernelSession, msg_type: str, content: dict[str, Any],
+               metadata: dict[str, Any] | None = None) -> None:
+    msg = ks.kc.session.msg(msg_type, content, metadata=metadata)
     ks.kc.shell_channel.send(msg)
 
 
@@ -93,6 +94,7 @@ def lab(_server, tmp_path_factory):
             ks,
             "comm_open",
             {"comm_id": uuid.uuid4().hex, "target_name": "jupyter.widget.control", "data": {}},
+            metadata={"version": "1.0.0"},
         )
         yield ks
 
@@ -228,3 +230,40 @@ def test_child_widget_updates_flow_both_ways(oi):
         if m["content"]["comm_id"] == comm_id
     ]
     assert any(u.get("state", {}).get("value") == 9 for u in updates)  # child -> frontend
+
+
+def test_page_reload_gets_one_merged_widget_state(oi, _server):
+    """A reconnecting frontend asks for all widget states once and must get the child's
+    widgets and the wrapper's cards in a single update_states reply."""
+    oi.execute("%%python\nimport ipywidgets as w\nreloaded = w.IntSlider(value=4)\nreloaded")
+    _server.enqueue(S.tool_call("print('pending card')"))
+    fe = Frontend(oi, [])
+    replies: list[dict[str, Any]] = []
+
+    def collect(msg: dict[str, Any]) -> None:
+        data = msg["content"].get("data") or {}
+        if msg["header"]["msg_type"] == "comm_msg" and data.get("method") == "update_states":
+            replies.append(data)
+
+    def reload_when_card_shows() -> None:
+        deadline = time.monotonic() + 20
+        while fe.cards_seen == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        comm_id = uuid.uuid4().hex
+        send_shell(oi, "comm_open", {"comm_id": comm_id, "target_name": "jupyter.widget.control",
+                                     "data": {}}, metadata={"version": "1.0.0"})
+        send_shell(oi, "comm_msg", {"comm_id": comm_id, "data": {"method": "request_states"}})
+        deadline = time.monotonic() + 10
+        while not replies and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # a second (unmerged) reply would arrive now
+        oi.km.interrupt_kernel()
+
+    thread = threading.Thread(target=reload_when_card_shows, daemon=True)
+    thread.start()
+    oi.execute("show a card", on_message=fe, on_other=collect, timeout=40)
+    thread.join(20)
+    assert len(replies) == 1
+    models = {s["model_name"] for s in replies[0]["states"].values()}
+    assert "IntSliderModel" in models  # from the child
+    assert "ButtonModel" in models  # the wrapper's approval card
