@@ -149,6 +149,7 @@ class OIKernel(Kernel):
         self._task: asyncio.Task[Any] | None = None
         self._instructions: list[tuple[int, str]] = []
         self._session_log: Any = None
+        self._last_payload: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------------ set-up
     def _setup_comms(self) -> None:
@@ -318,6 +319,9 @@ class OIKernel(Kernel):
         )
         if result.status == "died":
             raise ChildDiedError(result.message)
+        if result.status == "ok" and self._last_payload:  # e.g. the pager for `print?`
+            return {"status": "ok", "execution_count": self.execution_count,
+                    "payload": self._last_payload, "user_expressions": {}}
         if result.status == "error":
             err = next((o for o in result.outputs if o["output_type"] == "error"), {})
             return {
@@ -364,6 +368,7 @@ class OIKernel(Kernel):
         status = "ok" if reply.get("status") == "ok" else "error"
         if reply.get("status") == "error" and reply.get("ename") == "KeyboardInterrupt":
             status = "interrupted"
+        self._last_payload = reply.get("payload") or []
         return ExecResult(status, collector.outputs)
 
     async def _stop_child_run(self, task: asyncio.Task[Any]) -> None:
@@ -607,6 +612,11 @@ class OIKernel(Kernel):
             import fnmatch
 
             items = [i for i in items if fnmatch.fnmatch(i[2], pattern)]
+            if unique:
+                last = {code: item for item in items for code in [item[2]]}
+                items = sorted(last.values(), key=lambda i: i[1])
+            if n:
+                items = items[-n:]
         if output:
             items = [(s, c, (code, None)) for s, c, code in items]
         return {"status": "ok", "history": items}
