@@ -153,8 +153,8 @@ class OIKernel(Kernel):
 
     # ------------------------------------------------------------------ set-up
     def _setup_comms(self) -> None:
-        import ipykernel.ipkernel  # noqa: F401  (makes comm.create_comm real, see ARCHITECTURE)
         import comm
+        import ipykernel.ipkernel  # noqa: F401  (makes comm.create_comm real, see ARCHITECTURE)
 
         self.comm_manager = comm.get_comm_manager()
         for msg_type in _COMM_TYPES:
