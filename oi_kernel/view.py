@@ -82,8 +82,9 @@ class TurnView:
         elif isinstance(event, E.CodeProposed):
             req = event.request
             if self.shows_code or not event.needs_approval:
+                auto = "" if event.needs_approval else " · ▶️ **runs without asking**"
                 self.show_markdown(
-                    f"**Step {req.step}** · {req.block.language}\n\n"
+                    f"**Step {req.step}** · {req.block.language}{auto}\n\n"
                     + code_markdown(req.block.language, req.block.code),
                     f"[step {req.step}: {req.block.language}]\n{req.block.code}",
                 )
