@@ -263,6 +263,7 @@ class Engine(LoggingConfigurable):
             languages=available_languages(),
             cwd=os.getcwd(),
             extra=self.custom_instructions,
+            small_model=getattr(self.llm, "is_small_model", False),
         )
         messages = [{"role": "system", "content": system}, *self.messages]
         return fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
@@ -283,14 +284,29 @@ class Engine(LoggingConfigurable):
         return 1 if starts else None
 
     # ------------------------------------------------------------ the loop
+    async def _namespace_note(self) -> str:
+        """The user's variables, from executors that share the user's namespace (``%%oi``)."""
+        summary = getattr(self.executor, "namespace_summary", None)
+        if summary is None:
+            return ""
+        try:
+            text = await summary()
+        except Exception:  # a summary must never cost the user the turn
+            self.log.exception("namespace summary failed")
+            return ""
+        return f"\n\n[Variables in the user's namespace]\n{text}" if text.strip() else ""
+
     async def run_turn(self, instruction: str, emit: EventSink) -> Turn:
         """Carry out one instruction; returns its record. Cancellation = interrupt."""
         self.llm.check_configured()
+        if notice := getattr(self.llm, "take_notice", lambda: "")():
+            emit(Notice(notice))
         turn = Turn(index=len(self.turns) + 1, instruction=instruction)
         self.turns.append(turn)
         self._log("turn_start", turn=turn.index, instruction=instruction)
         self._turn_starts.append(len(self.messages))
-        self.messages.append({"role": "user", "content": instruction})
+        content = instruction + await self._namespace_note()
+        self.messages.append({"role": "user", "content": content})
         run_all = False
         try:
             for call in range(1, self.max_steps + 1):
@@ -543,7 +559,7 @@ class Engine(LoggingConfigurable):
 
         text = result.message or outputs_to_text(result.outputs, max_chars=self.max_output_chars)
         text = redact(text, [*self.llm.secrets(), *secret_values_from_env()])  # before the LLM
-        record.feedback = prompts.step_feedback(result.status, text, flags)
+        record.feedback = prompts.step_feedback(result.status, text, flags, block.code)
         self._log_execution(turn, record, block)
 
     async def _run_with_timeout(self, block: CodeBlock) -> ExecResult | None:

@@ -6,6 +6,7 @@ short one for small local models, where every prompt token costs latency.
 
 from __future__ import annotations
 
+import ast
 import platform
 from collections.abc import Sequence
 
@@ -95,22 +96,39 @@ def execute_tool(languages: Sequence[str]) -> dict[str, object]:
     }
 
 
-def step_feedback(status: str, output_text: str, flags_text: str = "") -> str:
+def uncalled_functions(code: str) -> list[str]:
+    """Top-level functions that ``code`` defines but never calls (a small-model habit)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    called = {n.func.id for n in ast.walk(tree)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return [name for name in defined if name not in called]
+
+
+def step_feedback(status: str, output_text: str, flags_text: str = "", code: str = "") -> str:
     """What the LLM is told after a step ran (or did not)."""
     if status == "ok":
-        body = (
-            output_text or "The code ran and printed nothing. Print or display results to see them."
-        )
+        body = output_text or _no_output(code)
     elif status == "error":
         body = "The code raised an error:\n" + output_text
     elif status == "interrupted":
         body = "The user interrupted the code." + (
             f" Output so far:\n{output_text}" if output_text else ""
         )
-    elif status == "died":
-        body = output_text
     else:
         body = output_text
     if flags_text:
         body += "\n\nRisk review of this code:\n" + flags_text
     return body
+
+
+def _no_output(code: str) -> str:
+    uncalled = uncalled_functions(code)
+    if uncalled:
+        names = ", ".join(f"{n}()" for n in uncalled)
+        return (f"The code defined {names} but never called it, so nothing ran and nothing was "
+                "printed. Call it and print the result.")
+    return "The code ran and printed nothing. Print or display the result to see it."
