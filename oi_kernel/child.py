@@ -218,7 +218,7 @@ class ChildKernel(LoggingConfigurable):
                 if await km.is_alive():
                     await km.shutdown_kernel(now=True)
             with contextlib.suppress(Exception):
-                km.cleanup_resources()
+                await km.cleanup_resources()
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from traitlets import Enum, Float, Instance, Integer, Unicode, default, observe
+from traitlets import Enum, Float, Instance, Integer, List, Unicode, default, observe
 from traitlets.config import LoggingConfigurable
 
 from . import codeblocks, prompts
@@ -224,6 +224,20 @@ class Engine(LoggingConfigurable):
     custom_instructions = Unicode(
         "", config=True, help="Text appended to the system prompt (your own instructions)."
     )
+    system_message = Unicode(
+        "",
+        config=True,
+        help="Replaces the built-in system prompt (custom_instructions are still appended). "
+        "Risky: the built-in prompt tells the model how to propose code (the execute tool or "
+        "fenced blocks) and that each step is approved; without that the model may stop "
+        "writing runnable code. Empty: the built-in prompt.",
+    )
+    languages = List(
+        Unicode(),
+        config=True,
+        help="Languages offered to the model (a subset of those installed, e.g. ['python']); "
+        "empty: every available one.",
+    )
     llm = Instance(LLM)
     log_sink = Instance(object, allow_none=True, help="A SessionLog (or None).")
 
@@ -237,6 +251,8 @@ class Engine(LoggingConfigurable):
         self._turn_starts: list[int] = []  # index in messages of each turn's instruction
         self.turns: list[Turn] = []
         self.usage = Usage()
+        # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
+        self.preflight: list[Callable[[], None]] = []
 
     @property
     def auto_run(self) -> bool:
@@ -256,14 +272,20 @@ class Engine(LoggingConfigurable):
         self._turn_starts.clear()
         self._log("conversation_reset")
 
+    def offered_languages(self) -> list[str]:
+        """The available languages, limited to ``languages`` when that is set."""
+        wanted = {normalize_language(name) for name in self.languages}
+        return [n for n in available_languages() if not self.languages or n in wanted]
+
     def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
         """The messages of the next LLM request: system prompt, then the conversation."""
         system = prompts.system_prompt(
             use_tools=use_tools,
-            languages=available_languages(),
+            languages=self.offered_languages(),
             cwd=os.getcwd(),
             extra=self.custom_instructions,
             small_model=getattr(self.llm, "is_small_model", False),
+            base=self.system_message,
         )
         messages = [{"role": "system", "content": system}, *self.messages]
         return fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
@@ -299,6 +321,8 @@ class Engine(LoggingConfigurable):
     async def run_turn(self, instruction: str, emit: EventSink) -> Turn:
         """Carry out one instruction; returns its record. Cancellation = interrupt."""
         self.llm.check_configured()
+        for check in self.preflight:
+            check()
         if notice := getattr(self.llm, "take_notice", lambda: "")():
             emit(Notice(notice))
         turn = Turn(index=len(self.turns) + 1, instruction=instruction)
@@ -356,13 +380,45 @@ class Engine(LoggingConfigurable):
             emit(TurnDone(turn))
         return turn
 
+    async def run_code_steps(
+        self, title: str, blocks: list[CodeBlock], emit: EventSink, **log_fields: Any
+    ) -> Turn:
+        """Propose recorded code (``%load --replay``) through the same review, approval and
+        execution path as the model's code, without calling the LLM. The conversation is
+        not changed; the steps are recorded as a turn (``log_fields`` go in its turn_start)."""
+        turn = Turn(index=len(self.turns) + 1, instruction=title)
+        self.turns.append(turn)
+        self._log("turn_start", turn=turn.index, instruction=title, **log_fields)
+        run_all = False
+        try:
+            for block in blocks:
+                record = StepRecord(index=len(turn.steps) + 1, block=block)
+                turn.steps.append(record)
+                run_all, stop = await self._run_step(turn, record, run_all, emit)
+                if stop:
+                    turn.end_reason = "stopped"
+                    break
+            else:
+                turn.end_reason = "done"
+        except asyncio.CancelledError:
+            turn.end_reason = "interrupted"
+            raise
+        except ApprovalUnavailableError:
+            turn.end_reason = "approval_unavailable"
+            raise
+        finally:
+            self._log("turn_end", turn=turn.index, reason=turn.end_reason or "error",
+                      steps=len(turn.steps), usage=dataclasses.asdict(turn.usage))
+            emit(TurnDone(turn))
+        return turn
+
     async def _ask(
         self, turn: Turn, call: int, emit: EventSink
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
         await self.llm.prepare()
         use_tools = self.llm.uses_tools()
         messages = self.build_request(use_tools)
-        tools = [prompts.execute_tool(available_languages())] if use_tools else None
+        tools = [prompts.execute_tool(self.offered_languages())] if use_tools else None
         self._log(
             "llm_request",
             turn=turn.index,
@@ -473,11 +529,11 @@ class Engine(LoggingConfigurable):
             sha256=code_hash(block.code),
             flags=[dataclasses.asdict(f) for f in flags],
         )
-        if language is None or language not in available_languages():
+        if language is None or language not in self.offered_languages():
             record.status = "refused"
             record.feedback = (
                 f"Language '{block.language}' is not available here. Use one of: "
-                + ", ".join(available_languages())
+                + ", ".join(self.offered_languages())
                 + "."
             )
             emit(Notice(record.feedback, "warning"))

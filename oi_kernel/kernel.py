@@ -135,6 +135,9 @@ class OIKernel(Kernel):
             log=self.log,
             llm=LLM(parent=self),
         )
+        from .profiles import apply_startup
+
+        apply_startup(self.engine, child=self.child)  # OI_PROFILE / c.Profile.name
         self.magics = KernelMagics(self)
         self.frontend = FrontendComms(self.engine, lambda: self.session_log.path)
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
@@ -150,6 +153,7 @@ class OIKernel(Kernel):
         self._instructions: list[tuple[int, str]] = []
         self._session_log: Any = None
         self._last_payload: list[dict[str, Any]] = []
+        self._child_lost = False
 
     # ------------------------------------------------------------------ set-up
     def _setup_comms(self) -> None:
@@ -337,7 +341,9 @@ class OIKernel(Kernel):
         """Run code in the child, forwarding output to this cell; never leaves it running."""
         from .outputs import OutputCollector
 
-        if await self.child.ensure_running() and self.child.restarts:
+        restarted = await self.child.ensure_running()
+        if (restarted and self.child.restarts) or self._child_lost:
+            self._child_lost = False
             self.session_log.write("child_restart", reason="the previous child kernel died")
             self.publish(
                 "stream",
@@ -381,6 +387,7 @@ class OIKernel(Kernel):
                 self.log.warning("child did not stop after an interrupt; restarting it")
                 task.cancel()
                 await self.child.shutdown()
+                self._child_lost = True  # say so when the next cell starts a new one
 
     # ------------------------------------------------------------------ child iopub
     def _route(self, child_msg_id: str, parent: dict[str, Any]) -> None:

@@ -136,8 +136,9 @@ class KernelMagics:
         if value not in {"", "on", "off", "1", "0", "true", "false", "yes", "no"}:
             raise OIError("Usage: %sandbox on|off")
         where = child.cwd or os.getcwd()
-        if value:
-            want = value in {"on", "1", "true", "yes"}
+        want = value in {"on", "1", "true", "yes"}
+        restart = bool(value) and (want != child.sandbox or not child.is_running)
+        if restart:
             if want:
                 from .sandbox import require_bwrap
 
@@ -156,7 +157,7 @@ class KernelMagics:
             )
         else:
             text = "Sandbox is **off**: Python runs with your own permissions and network."
-        if value:
+        if restart:
             text += " The Python kernel was restarted: variables from before are gone."
         self.say(text)
 
@@ -245,3 +246,103 @@ class KernelMagics:
             log.path, path, include_failed="--include-failed" in flags, force="--force" in flags
         )
         self.say(f"Exported to `{out}`. Check it with `oi-kernel verify {out}`.")
+
+    # ------------------------------------------------------------ profiles and conversation
+    async def m_profile(self, arg: str) -> None:
+        """apply a profile, or show every setting and its source: %profile [NAME|--list|--clear]"""
+        from .profiles import profile_command
+
+        child = self.kernel.child
+        before = child.sandbox
+        text = profile_command(self.kernel.engine, arg, child=child)
+        if child.sandbox != before:  # the sandbox applies when the child starts
+            await child.shutdown()
+            self.kernel.session_log.write(
+                "child_restart", reason=f"%profile {arg}", sandbox=child.sandbox
+            )
+            await child.start_soon()
+            text += " The Python kernel was restarted for the sandbox: variables are gone."
+        self.say(text)
+
+    def m_instructions(self, arg: str) -> None:
+        """add custom instructions for this session, or show them: %instructions [TEXT|--clear]"""
+        from .profiles import instructions_command
+
+        self.say(instructions_command(self.kernel.engine, arg))
+
+    def m_undo(self, arg: str) -> None:
+        """remove the last instruction (or N) from the conversation: %undo [N]"""
+        from .conversation_io import undo
+
+        try:
+            n = int(arg) if arg else 1
+        except ValueError as exc:
+            raise OIError("Usage: %undo [N] (a whole number of instructions)") from exc
+        removed = undo(self.kernel.engine, n)
+        if not removed:
+            self.say("Nothing to undo: the conversation is empty.")
+            return
+        first = removed[-1].splitlines()[0][:80] if removed[-1].strip() else ""
+        what = f"the last instruction (“{first}”)" if len(removed) == 1 else (
+            f"the last {len(removed)} instructions")
+        self.say(
+            f"Removed {what} from the conversation: the model will not see it. "
+            "**Its side effects are not undone**: variables, files and anything else its code "
+            "did in the Python kernel stay as they are."
+        )
+
+    def m_save(self, arg: str) -> None:
+        """save the conversation as JSON: %save [PATH] [--force] (secrets are removed)"""
+        from .conversation_io import DEFAULT_PATH, save
+
+        paths, flags = _split_args(arg, {"--force"}, "%save [PATH] [--force]")
+        saved = save(self.kernel.engine, paths[0] if paths else DEFAULT_PATH, "--force" in flags)
+        self.say(
+            f"Saved {saved.turns} instruction{'s' if saved.turns != 1 else ''} "
+            f"({len(saved.messages)} messages, {len(saved.steps)} code steps) to `{saved.path}`. "
+            f"`%load {saved.path}` restores it."
+        )
+
+    async def m_load(self, arg: str) -> None:
+        """restore a saved conversation: %load [PATH] [--replay] (--replay re-runs its code)"""
+        from . import conversation_io as cio
+
+        paths, flags = _split_args(arg, {"--replay"}, "%load [PATH] [--replay]")
+        engine = self.kernel.engine
+        saved = cio.load(engine, paths[0] if paths else cio.DEFAULT_PATH)
+        replay = "--replay" in flags
+        self.say(cio.load_message(saved, engine.llm.model, replay))
+        blocks = cio.replay_blocks(saved)
+        if replay and blocks:
+            turn = await engine.run_code_steps(
+                f"%load {saved.path} --replay", blocks, self._event_sink(),
+                replayed_from=str(saved.path),
+            )
+            counts: dict[str, int] = {}
+            for step in turn.steps:
+                counts[step.status] = counts.get(step.status, 0) + 1
+            summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+            self.say(f"Replay finished: {summary} (of {len(blocks)} steps).")
+
+    def _event_sink(self) -> Any:
+        """Where a turn's events go in the current cell (as for an instruction)."""
+        from .view import TurnView
+
+        kernel = self.kernel
+        _ = kernel.session_log
+        widgets = kernel._use_widgets()
+        if widgets:
+            kernel._ensure_widget_targets()
+        view = TurnView(kernel.publish, shows_code=not widgets)
+        cell_id = kernel._parent_msg.get("metadata", {}).get("cellId")
+        return kernel.frontend.watch(view, cell_id)
+
+
+def _split_args(arg: str, known: set[str], usage: str) -> tuple[list[str], set[str]]:
+    """(positional arguments, flags) of a magic's line; at most one path."""
+    args = shlex.split(arg)
+    flags = {a for a in args if a.startswith("--")}
+    paths = [a for a in args if not a.startswith("--")]
+    if flags - known or len(paths) > 1:
+        raise OIError(f"Usage: {usage}")
+    return paths, flags

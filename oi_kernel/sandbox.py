@@ -121,12 +121,15 @@ def bwrap_argv(
     private_dir: str,
     hidden: Sequence[tuple[str, bool]] = (),
     extra_hidden_dirs: Sequence[str] = (),
+    empty_file: str = "",
 ) -> list[str]:
     """bwrap and its confinement flags, ending with ``--`` (the command follows).
 
     Later mounts override earlier ones: ``/tmp`` becomes private before the
     workspace and the private directory (both often under /tmp) are bound back in,
-    and the credentials are hidden last, even inside a workspace that holds them.
+    and the credentials are hidden last, even inside a workspace that holds them:
+    directories under an empty tmpfs, files under ``empty_file`` (an empty regular
+    file; /dev/null would not do, bind mounts are ``nodev``).
     """
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--tmpfs", "/tmp", "--tmpfs", "/run"]
@@ -134,7 +137,7 @@ def bwrap_argv(
     for path in extra_hidden_dirs:
         argv += ["--tmpfs", path]
     for path, is_dir in hidden:
-        argv += ["--tmpfs", path] if is_dir else ["--ro-bind", "/dev/null", path]
+        argv += ["--tmpfs", path] if is_dir else ["--ro-bind", empty_file, path]
     argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--die-with-parent", "--new-session", "--unsetenv", "JPY_PARENT_PID"]
     argv += ["--chdir", workspace, "--"]
@@ -211,14 +214,25 @@ def write_child_spec(
     if sandbox:
         from jupyter_core.paths import jupyter_runtime_dir
 
+        if os.path.realpath(workspace) == "/":
+            raise ChildKernelError(
+                "The sandbox makes the working directory writable, and it is / (everything). "
+                "Start Jupyter in a project directory, or set c.ChildKernel.cwd."
+            )
+
         home = home if home is not None else os.path.expanduser("~")
         runtime = jupyter_runtime_dir()  # other kernels' connection files (with their keys)
+        empty = Path(spec_root, "empty")
+        empty.parent.mkdir(parents=True, exist_ok=True)
+        empty.write_bytes(b"")
+        empty.chmod(0o444)
         prefix = bwrap_argv(
             bwrap,
             os.path.realpath(workspace),
             os.path.realpath(private_dir),
             hidden_paths(home),
             [runtime] if os.path.isdir(runtime) else [],
+            str(empty),
         )
         argv = prefix + argv
         interrupt_mode = "message"

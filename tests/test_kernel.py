@@ -221,7 +221,7 @@ def test_without_stdin_unapproved_code_is_refused(oi, _server):
 
 def test_no_model_configured_gives_clear_message(_server, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY")}
-    env.update({"OI_MODEL": "", "OI_LOG_DIR": str(tmp_path)})
+    env.update({"OI_MODEL": "", "OI_LOG_DIR": str(tmp_path), "OI_DISABLE_LOCAL_MODEL": "1"})
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         result = ks.execute("do something")
         assert result.status == "error"
