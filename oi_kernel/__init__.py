@@ -12,3 +12,29 @@ __version__ = "0.1.0"
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
     """Where the prebuilt JupyterLab extension lives (for `jupyter labextension develop`)."""
     return [{"src": "labextension", "dest": "oi-kernel"}]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext oi_kernel``: the ``%%oi`` and ``%oi`` magics in this IPython shell."""
+    from .magics import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext oi_kernel``: remove the magics, their input transformer and handlers."""
+    from .magics import unload
+
+    unload(ipython)
+
+
+_LAZY_API = ("Interpreter",)
+
+
+def __getattr__(name: str) -> object:
+    """``from oi_kernel import Interpreter`` imports the API module only when asked."""
+    if name in _LAZY_API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

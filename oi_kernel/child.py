@@ -21,6 +21,7 @@ from typing import Any
 from traitlets import Bool, Float, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from . import config
 from .errors import ChildDiedError, ChildKernelError
 
 IopubHandler = Callable[[dict[str, Any]], None]
@@ -57,8 +58,20 @@ class ChildKernel(LoggingConfigurable):
         return os.environ.get("OI_CHILD_KERNEL", "python3")
 
     startup_timeout = Float(
-        60.0, config=True, help="Seconds to wait for the child kernel to answer after starting."
+        60.0,
+        config=True,
+        help="Seconds to wait for the child kernel to answer after starting. "
+        "Env: OI_CHILD_STARTUP_TIMEOUT.",
     )
+
+    @default("startup_timeout")
+    def _startup_timeout_default(self) -> float:
+        help_text = self.traits()["startup_timeout"].help
+        return config.env_float("OI_CHILD_STARTUP_TIMEOUT", 60.0, minimum=0.1, help=help_text)
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
+        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
     watchdog_interval = Float(
         0.25, config=True, help="Seconds between checks that the child kernel is still alive."
     )
@@ -115,14 +128,14 @@ class ChildKernel(LoggingConfigurable):
     async def ensure_running(self) -> bool:
         """Wait for a running child, starting a new one if it died. True when restarted."""
         if self._starting is not None and not self._starting.done():
-            await self._starting
+            await asyncio.shield(self._starting)  # an interrupted cell must not kill the start
         if self.is_running:
             return False
         restarted = self.km is not None
         if restarted:
             await self._cleanup()
             self.restarts += 1
-        await self.start_soon()
+        await asyncio.shield(self.start_soon())
         return restarted
 
     async def _start(self) -> None:
@@ -152,7 +165,9 @@ class ChildKernel(LoggingConfigurable):
             raise ChildKernelError(
                 f"The child kernel '{self.kernel_name}' did not start: {exc}\n"
                 "Check that the kernelspec exists (`jupyter kernelspec list`) and starts on its "
-                "own, or choose another with OI_CHILD_KERNEL / c.ChildKernel.kernel_name."
+                "own, or choose another with OI_CHILD_KERNEL / c.ChildKernel.kernel_name. "
+                f"If it is only slow to start, wait longer than {self.startup_timeout:g} s with "
+                "OI_CHILD_STARTUP_TIMEOUT / c.ChildKernel.startup_timeout."
             ) from exc
         self.kc = kc
         loop = asyncio.get_running_loop()

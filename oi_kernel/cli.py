@@ -36,9 +36,26 @@ def kernel_json(display_name: str = DISPLAY_NAME, env: dict[str, str] | None = N
     return spec
 
 
+def _profile_spec(args: argparse.Namespace) -> dict[str, str] | None:
+    """For ``install --profile NAME``: check the profile, name the kernelspec after it, and
+    return the environment that selects it (None without --profile)."""
+    if not args.profile:
+        return None
+    from .profiles import load_profile
+
+    profile = load_profile(args.profile)  # a clear error now, not when the kernel starts
+    if args.name == KERNEL_NAME:
+        args.name = f"{KERNEL_NAME}-{profile.name.lower()}"
+    if args.display_name == DISPLAY_NAME:
+        args.display_name = f"{DISPLAY_NAME} ({profile.name})"
+    is_path = profile.path is not None and args.profile.endswith((".yaml", ".yml"))
+    return {"OI_PROFILE": str(profile.path.resolve()) if is_path else args.profile}
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     from jupyter_client.kernelspec import KernelSpecManager
 
+    env = _profile_spec(args)
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / args.name
         src.mkdir()
@@ -46,7 +63,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         if logos.is_dir():
             for logo in logos.glob("logo-*.png"):
                 shutil.copy(logo, src / logo.name)
-        (src / "kernel.json").write_text(json.dumps(kernel_json(args.display_name), indent=2))
+        (src / "kernel.json").write_text(json.dumps(kernel_json(args.display_name, env), indent=2))
         prefix = sys.prefix if args.sys_prefix else args.prefix
         dest = KernelSpecManager().install_kernel_spec(
             str(src), kernel_name=args.name, user=args.user, prefix=prefix
@@ -75,6 +92,39 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import replay_log
+
+    report = replay_log(
+        args.log,
+        cwd=args.cwd,
+        in_place=args.in_place,
+        kernel_name=args.kernel,
+        timeout=args.timeout,
+    )
+    print(report.format())
+    return 0 if report.ok else 1
+
+
+def add_replay_command(sub: argparse._SubParsersAction) -> None:
+    """The ``replay`` subcommand (its logic lives in replay.py)."""
+    p = sub.add_parser(
+        "replay", help="re-run a session log with its recorded LLM replies; compare outputs"
+    )
+    p.add_argument("log", help="the session log (.jsonl)")
+    p.add_argument(
+        "--cwd", default=None, help="directory to run in (default: the session's recorded one)"
+    )
+    p.add_argument(
+        "--in-place",
+        action="store_true",
+        help="run in that directory itself (default: a temporary copy)",
+    )
+    p.add_argument("--timeout", type=float, default=120, help="seconds one step may run")
+    p.add_argument("--kernel", default=None, help="child kernelspec (default: the recorded one)")
+    p.set_defaults(func=cmd_replay)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oi-kernel", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -86,6 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--prefix", help="install under this prefix")
     p.add_argument("--name", default=KERNEL_NAME, help="kernelspec name")
     p.add_argument("--display-name", default=DISPLAY_NAME, help="name shown in Jupyter")
+    p.add_argument(
+        "--profile",
+        help="a kernelspec that applies this profile (OI_PROFILE in its env); named "
+        "open-interpreter-PROFILE, shown as 'Open Interpreter (PROFILE)'",
+    )
     p.set_defaults(func=cmd_install)
 
     p = sub.add_parser("export", help="write a session log as a reproducible python3 notebook")
@@ -105,7 +160,69 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     p.add_argument("--kernel", default=None, help="kernelspec to run it with")
     p.set_defaults(func=cmd_verify)
+    add_headless_commands(sub)
+    add_replay_command(sub)
     return parser
+
+
+def add_headless_commands(sub: argparse._SubParsersAction) -> None:
+    """The ``run`` and ``quickstart`` subcommands (their logic lives in headless.py)."""
+    p = sub.add_parser("run", help="execute a notebook of instructions headless (nbclient)")
+    p.add_argument("notebook")
+    p.add_argument("-o", "--output", help="executed notebook to write (default NAME-run.ipynb)")
+    p.add_argument(
+        "--approval",
+        choices=["never", "risky"],
+        default="never",
+        help="never: run every block (default); risky: refuse blocks the risk review flags",
+    )
+    p.add_argument(
+        "-p",
+        "--parameter",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="inject NAME = VALUE (a Python literal, else text) as a first cell; repeatable",
+    )
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    p.add_argument("--kernel", default=None, help="kernelspec (default: the notebook's)")
+    p.add_argument("--cwd", default=None, help="working directory (default: the notebook's)")
+    p.add_argument("--allow-errors", action="store_true", help="go on after a failing cell")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("quickstart", help="open the quickstart notebook (or run it headless)")
+    p.add_argument(
+        "--dir", default="oi-quickstart", help="where to copy it (default ./oi-quickstart)"
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--headless", action="store_true", help="run it instead of opening Lab")
+    mode.add_argument("--lab", action="store_true", help="open JupyterLab even without a display")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell when headless")
+    p.set_defaults(func=cmd_quickstart)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .headless import parse_parameters, run_notebook
+
+    result = run_notebook(
+        args.notebook,
+        args.output,
+        approval=args.approval,
+        parameters=parse_parameters(args.parameter),
+        timeout=args.timeout,
+        kernel_name=args.kernel,
+        cwd=args.cwd,
+        allow_errors=args.allow_errors,
+    )
+    print(result.format())
+    return 0 if result.ok else 1
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    from .headless import quickstart
+
+    headless = True if args.headless else (False if args.lab else None)
+    return quickstart(Path(args.dir), headless=headless, timeout=args.timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

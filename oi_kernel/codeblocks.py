@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -38,8 +39,12 @@ _CANDIDATE_RE = re.compile(
 _CALL_BODY_RE = re.compile(r"(?:functions\.)?(?:execute|run_code)\s*\(\s*(\{.*\})\s*\)\s*;?", re.S)
 _CLOSE_PAREN_RE = re.compile(r"\s*\)")
 _MAGIC_LINE_RE = re.compile(r"^([ \t]*)[%!].*$", re.M)
+_LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _DECODER = json.JSONDecoder(strict=False)
 _NOT_JSON = object()
+_CUT_STRING = object()
+# What a malformed or absurdly nested object can make the JSON decoder raise.
+_DECODE_ERRORS = (json.JSONDecodeError, RecursionError)
 
 
 class ToolArgumentsError(OIError):
@@ -139,14 +144,14 @@ def _whole_text_call(body: str) -> CodeBlock | None:
     if body.startswith("{"):
         try:
             return _block_from_object(json.loads(body, strict=False), bare_ok=False)
-        except json.JSONDecodeError:
+        except _DECODE_ERRORS:
             return None
     m = _CALL_BODY_RE.fullmatch(body)
     if m is None:
         return None
     try:
         return _block_from_arguments(json.loads(m[1], strict=False))
-    except json.JSONDecodeError:
+    except _DECODE_ERRORS:
         return None
 
 
@@ -158,7 +163,7 @@ def _prose_calls(text: str, start: int, end: int) -> list[tuple[int, CodeBlock]]
     while (m := _CANDIDATE_RE.search(segment, pos)) is not None:
         try:
             obj, obj_end = _DECODER.raw_decode(segment, m.end())
-        except json.JSONDecodeError:
+        except _DECODE_ERRORS:
             pos = m.end() + 1
             continue
         if m["call"]:
@@ -246,11 +251,21 @@ def parse_tool_arguments(raw: str) -> dict[str, str]:
     """Parse the JSON arguments of ``execute(language, code)``.
 
     Returns ``{"language": ..., "code": ...}``; the language is normalised when
-    known, else kept as sent, and is "python" when missing. Repairs JSON cut off at
-    the end and trailing commas; bare Python code is accepted as such. Raises
-    ``ToolArgumentsError`` telling the model what to send instead.
+    known, else kept as sent, and is "python" when missing. Repairs what is
+    unambiguous: missing closing brackets and trailing commas. JSON that ends
+    inside a string is not repaired: the code (or a value after it) was cut off,
+    and running half a program is worse than asking again. Bare Python code is
+    accepted as such. Raises ``ToolArgumentsError`` (and nothing else) telling the
+    model what to send instead.
     """
-    text = raw.strip()
+    try:
+        return _parse_arguments(raw)
+    except RecursionError:
+        raise _args_error("nested too deeply", raw) from None
+
+
+def _parse_arguments(raw: str) -> dict[str, str]:
+    text = _valid_text(raw).strip()
     if not text:
         raise _args_error("the arguments were empty", raw)
     obj = _load_lenient(text)
@@ -259,6 +274,12 @@ def parse_tool_arguments(raw: str) -> dict[str, str]:
         obj = _load_lenient(inner) if inner.startswith("{") else {"code": obj}
     if isinstance(obj, dict):
         return _args_from_dict(obj, raw)
+    if obj is _CUT_STRING:
+        raise ToolArgumentsError(
+            "The execute() arguments end inside a string: the code was cut off, so none of it "
+            f"was run. Send the complete call again, like {_EXAMPLE} (split long code into "
+            f"smaller steps); got: {_quote(raw)}"
+        )
     if obj is _NOT_JSON and not text.startswith(("{", "[")) and _looks_like_python(text):
         return {"language": "python", "code": text}
     problem = "a JSON object was expected" if obj is not _NOT_JSON else "not JSON"
@@ -266,10 +287,14 @@ def parse_tool_arguments(raw: str) -> dict[str, str]:
 
 
 def _args_error(problem: str, raw: str) -> ToolArgumentsError:
-    got = raw[:200] + ("..." if len(raw) > 200 else "")
     return ToolArgumentsError(
-        f"execute() needs JSON arguments like {_EXAMPLE} ({problem}); got: {got}"
+        f"execute() needs JSON arguments like {_EXAMPLE} ({problem}); got: {_quote(raw)}"
     )
+
+
+def _quote(raw: str) -> str:
+    """The start of what the model sent, to show it what went wrong."""
+    return raw[:200] + ("..." if len(raw) > 200 else "")
 
 
 def _args_from_dict(obj: dict[str, Any], raw: str) -> dict[str, str]:
@@ -278,8 +303,10 @@ def _args_from_dict(obj: dict[str, Any], raw: str) -> dict[str, str]:
     if not has_code and isinstance(nested, dict):  # the whole call was sent as arguments
         return _args_from_dict(nested, raw)
     if not has_code and isinstance(nested, str):
-        return parse_tool_arguments(nested)
+        return _parse_arguments(nested)
     code = next((obj[key] for key in _CODE_KEYS if key in obj), None)
+    if isinstance(code, str):
+        code = _valid_text(code)
     if code is None:
         raise _args_error('the "code" string is missing', raw)
     if not isinstance(code, str):
@@ -291,16 +318,30 @@ def _args_from_dict(obj: dict[str, Any], raw: str) -> dict[str, str]:
         return {"language": "python", "code": code}
     if not isinstance(language, str):
         raise _args_error('"language" must be a string such as "python"', raw)
+    language = _valid_text(language)
     return {"language": normalize_language(language) or language.strip(), "code": code}
 
 
+def _valid_text(text: str) -> str:
+    """``text`` with lone surrogates (a JSON "\\ud83d" without its pair) as U+FFFD: they
+    cannot be encoded, so code holding them could not be sent, logged or hashed."""
+    return _LONE_SURROGATE_RE.sub("\ufffd", text)
+
+
 def _load_lenient(text: str) -> Any:
-    """JSON, JSON repaired at the end, or a Python dict of strings; else ``_NOT_JSON``."""
-    for candidate in (text, _repair_json(text)):
-        try:
-            return json.loads(candidate, strict=False)
-        except json.JSONDecodeError:
-            pass
+    """JSON, JSON repaired at the end, or a Python dict of strings; else ``_NOT_JSON``,
+    or ``_CUT_STRING`` for JSON that could only be repaired by closing a cut string."""
+    try:
+        return json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        pass
+    repaired, cut_string = _repair_json(text)
+    try:
+        value = json.loads(repaired, strict=False)
+    except json.JSONDecodeError:
+        pass
+    else:
+        return _CUT_STRING if cut_string else value
     if text.startswith("{"):
         try:
             value = ast.literal_eval(text)
@@ -313,8 +354,10 @@ def _load_lenient(text: str) -> Any:
     return _NOT_JSON
 
 
-def _repair_json(text: str) -> str:
-    """Close an unterminated string and open brackets; drop commas before closers."""
+def _repair_json(text: str) -> tuple[str, bool]:
+    """Close an unterminated string and open brackets; drop commas before closers.
+
+    Returns the repaired text and whether a string had to be closed."""
     out: list[str] = []
     closers: list[str] = []
     in_string = escaped = False
@@ -336,7 +379,7 @@ def _repair_json(text: str) -> str:
         out.append('"')
     _drop_trailing_comma(out)
     out.extend(reversed(closers))
-    return "".join(out)
+    return "".join(out), in_string
 
 
 def _drop_trailing_comma(out: list[str]) -> None:
@@ -352,7 +395,9 @@ def _looks_like_python(text: str) -> bool:
     source = _MAGIC_LINE_RE.sub(r"\1pass", text)
     flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     try:
-        compile(source, "<arguments>", "exec", flags=flags, dont_inherit=True)
+        with warnings.catch_warnings():  # "invalid escape sequence" and such: not our business
+            warnings.simplefilter("ignore")
+            compile(source, "<arguments>", "exec", flags=flags, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 from traitlets import Enum, Float, Instance, Integer, List, Unicode, default, observe
 from traitlets.config import LoggingConfigurable
 
-from . import codeblocks, prompts
+from . import codeblocks, config, prompts
 from .context import fit_messages
 from .conversation import (
     ApprovalRequest,
@@ -33,7 +33,7 @@ from .conversation import (
     Usage,
     code_hash,
 )
-from .errors import ApprovalUnavailableError, LLMError, OIError
+from .errors import ApprovalUnavailableError, InstructionTooLongError, LLMError, OIError
 from .languages import available_languages, normalize_language
 from .limits import Caps, cap_notice, env_number, timeout_feedback, timeout_notice
 from .llm import LLM
@@ -105,6 +105,11 @@ class TurnDone:
 
 
 Event = TextDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
+
+EMPTY_REPLY_NOTICE = (
+    "The model sent an empty reply (no text and no code). Ask again or rephrase; if it keeps "
+    "happening, check the model (`%model`) and its server."
+)
 EventSink = Callable[[Event], None]
 
 
@@ -130,10 +135,11 @@ class Engine(LoggingConfigurable):
 
     @default("approval")
     def _approval_default(self) -> str:
-        env = os.environ.get("OI_APPROVAL", "").strip().lower()
-        if env in {"always", "risky", "never"}:
+        help_text = self.traits()["approval"].help
+        env = config.env_choice("OI_APPROVAL", ["always", "risky", "never"], "", help=help_text)
+        if env:
             return env
-        return "never" if _env_flag("OI_AUTO_RUN") else "always"
+        return "never" if config.env_flag("OI_AUTO_RUN", help=help_text) else "always"
 
     max_steps = Integer(
         10,
@@ -143,10 +149,24 @@ class Engine(LoggingConfigurable):
 
     @default("max_steps")
     def _max_steps_default(self) -> int:
-        try:
-            return max(1, int(os.environ.get("OI_MAX_STEPS", "10")))
-        except ValueError:
-            return 10
+        return config.env_int("OI_MAX_STEPS", 10, minimum=1, help=self.traits()["max_steps"].help)
+
+    max_instruction_chars = Integer(
+        100_000,
+        config=True,
+        help="Longest instruction (characters) sent to the LLM; a longer one is refused with "
+        "a message before any request (about 4 characters per token: 100,000 is ~25,000 "
+        "tokens). Put large data in a file and name it instead. Env: OI_MAX_INSTRUCTION_CHARS.",
+    )
+
+    @default("max_instruction_chars")
+    def _max_instruction_chars_default(self) -> int:
+        help_text = self.traits()["max_instruction_chars"].help
+        return config.env_int("OI_MAX_INSTRUCTION_CHARS", 100_000, minimum=1, help=help_text)
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
+        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
 
     @observe("max_steps")
     def _check_max_steps(self, change: dict[str, Any]) -> None:
@@ -238,7 +258,7 @@ class Engine(LoggingConfigurable):
         help="Languages offered to the model (a subset of those installed, e.g. ['python']); "
         "empty: every available one.",
     )
-    llm = Instance(LLM)
+    llm = Instance(LLM, allow_none=True)
     log_sink = Instance(object, allow_none=True, help="A SessionLog (or None).")
 
     def __init__(self, executor: Executor, approver: Approver, **kwargs: Any) -> None:
@@ -282,7 +302,7 @@ class Engine(LoggingConfigurable):
         system = prompts.system_prompt(
             use_tools=use_tools,
             languages=self.offered_languages(),
-            cwd=os.getcwd(),
+            cwd=getattr(self.executor, "cwd", None) or os.getcwd(),
             extra=self.custom_instructions,
             small_model=getattr(self.llm, "is_small_model", False),
             base=self.system_message,
@@ -318,11 +338,16 @@ class Engine(LoggingConfigurable):
             return ""
         return f"\n\n[Variables in the user's namespace]\n{text}" if text.strip() else ""
 
+    def _check_instruction(self, instruction: str) -> None:
+        if len(instruction) > self.max_instruction_chars:
+            raise InstructionTooLongError(len(instruction), self.max_instruction_chars)
+
     async def run_turn(self, instruction: str, emit: EventSink) -> Turn:
         """Carry out one instruction; returns its record. Cancellation = interrupt."""
         self.llm.check_configured()
         for check in self.preflight:
             check()
+        self._check_instruction(instruction)
         if notice := getattr(self.llm, "take_notice", lambda: "")():
             emit(Notice(notice))
         turn = Turn(index=len(self.turns) + 1, instruction=instruction)
@@ -342,10 +367,15 @@ class Engine(LoggingConfigurable):
                 if not blocks and not problems:
                     turn.final_text = reply.text
                     turn.end_reason = "done"
+                    if not reply.text.strip() and not reply.tool_calls:
+                        emit(Notice(EMPTY_REPLY_NOTICE, "warning"))
                     break
                 run_all, stop = await self._run_blocks(turn, reply, blocks, problems, run_all, emit)
                 if stop:
                     turn.end_reason = "stopped"
+                    break
+                if _small_model_done(self.llm, turn, len(blocks)):
+                    turn.end_reason = "done"
                     break
             else:
                 turn.end_reason = "max_steps"
@@ -368,6 +398,11 @@ class Engine(LoggingConfigurable):
             raise
         except ApprovalUnavailableError:
             turn.end_reason = "approval_unavailable"
+            self._close_open_tool_calls("The user could not be asked; the code was not run.")
+            raise
+        except Exception as exc:  # e.g. the child kernel did not start: keep the conversation valid
+            turn.end_reason = "error"
+            self._close_open_tool_calls(f"The step did not run: {exc}")
             raise
         finally:
             self._log(
@@ -681,6 +716,20 @@ class Engine(LoggingConfigurable):
         """Every tool call needs a result, or the next request is invalid."""
         while (call_id := _first_unanswered(self.messages)) is not None:
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+
+def _small_model_done(llm: Any, turn: Turn, new_steps: int) -> bool:
+    """Small models cannot tell when a task is done (shown its output, SmolLM2 writes more
+    code): for them, a reply whose code all ran without error ends the turn. An error is
+    fed back so the model can fix it, unless it just repeated code that already ran in this
+    turn (with greedy decoding it would repeat it until the step cap)."""
+    if not getattr(llm, "is_small_model", False) or new_steps == 0:
+        return False
+    new, earlier = turn.steps[-new_steps:], turn.steps[:-new_steps]
+    if all(step.status == "ok" for step in new):
+        return True
+    tried = {step.block.code.strip() for step in earlier}
+    return any(step.block.code.strip() in tried for step in new)
 
 
 def _assistant_tool_message(reply: Reply) -> dict[str, Any]:

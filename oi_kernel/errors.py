@@ -18,7 +18,7 @@ class ConfigError(OIError):
 class NotConfiguredError(ConfigError):
     """No LLM is configured."""
 
-    def __init__(self, detail: str = "") -> None:
+    def __init__(self, detail: str = "", footer: str = "") -> None:
         text = (
             "No language model is configured.\n"
             "Set one with the magic `%model NAME` (for example `%model gpt-4o-mini` or\n"
@@ -26,6 +26,8 @@ class NotConfiguredError(ConfigError):
             "or the provider's own variable such as OPENAI_API_KEY; OI_API_BASE for a local\n"
             "OpenAI-compatible server). Model names are litellm's: https://docs.litellm.ai/docs/providers"
         )
+        if footer:
+            text += "\n" + footer
         super().__init__(f"{detail}\n{text}" if detail else text)
 
 
@@ -73,4 +75,16 @@ class ApprovalUnavailableError(OIError):
             "This code was not run: it needs your approval, and this frontend offers neither\n"
             "widgets nor a stdin prompt. To let the model run code without asking, use\n"
             "`%auto_run on` in the notebook, or set OI_AUTO_RUN=1 before starting Jupyter."
+        )
+
+
+class InstructionTooLongError(OIError):
+    """An instruction is longer than ``Engine.max_instruction_chars``."""
+
+    def __init__(self, length: int, limit: int) -> None:
+        super().__init__(
+            f"This instruction is {length:,} characters long; the limit is {limit:,} "
+            f"(about {limit // 4:,} tokens), so nothing was sent to the model.\n"
+            "Put large data in a file and refer to it by name (the code can read it), or raise "
+            "the limit with OI_MAX_INSTRUCTION_CHARS / c.Engine.max_instruction_chars."
         )

@@ -22,17 +22,16 @@ import zmq
 from ipykernel.kernelbase import Kernel
 from traitlets import Enum, Instance, default
 
-from . import __version__
+from . import __version__, config
 from .approval import StdinApprover
 from .card import WidgetApprover
 from .child import ChildKernel
-from .conversation import CodeBlock
 from .engine import Engine, ExecResult
 from .errors import ChildDiedError, OIError
 from .frontend_comm import FrontendComms
-from .languages import as_ipython_cell
 from .llm import LLM, warm_up
 from .magics_kernel import KernelMagics
+from .runner import ChildRunner
 from .view import TurnView
 from .widget_state import StateMerger
 
@@ -61,20 +60,6 @@ def _skip_empty_flushes(*streams: Any) -> None:
                 flush()
 
         stream.flush = flush_if_pending
-
-
-class ChildExecutor:
-    """Runs approved code in the child kernel, showing its output in the current cell."""
-
-    def __init__(self, kernel: OIKernel) -> None:
-        self.kernel = kernel
-
-    @property
-    def sandboxed(self) -> bool:
-        return self.kernel.child.sandboxed
-
-    async def run(self, block: CodeBlock) -> ExecResult:
-        return await self.kernel.run_in_child(as_ipython_cell(block.language, block.code))
 
 
 class OIKernel(Kernel):
@@ -108,8 +93,26 @@ class OIKernel(Kernel):
 
     @default("approval_ui")
     def _approval_ui_default(self) -> str:
-        value = os.environ.get("OI_APPROVAL_UI", "auto").strip().lower()
-        return value if value in {"auto", "widget", "stdin"} else "auto"
+        help_text = self.traits()["approval_ui"].help
+        choices = ["auto", "widget", "stdin"]
+        return config.env_choice("OI_APPROVAL_UI", choices, "auto", help=help_text)
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
+        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    def _show_config_warnings(self) -> None:
+        """Settings that were ignored (bad environment or config values): say so, once."""
+        if not getattr(self, "_config_checked", False):
+            self._config_checked = True
+            for obj in (self, self.engine, self.engine.llm, self.child):
+                with contextlib.suppress(Exception):
+                    obj.trait_values(config=True)  # evaluates the env defaults now
+        problems = config.take_warnings()
+        if problems:
+            text = "".join(f"- {p}\n" for p in problems)
+            self.publish("stream", {"name": "stderr", "text": "Configuration problems "
+                                    f"(the defaults are used instead):\n{text}"})
 
     @default("_execute_sleep")
     def _execute_sleep_default(self) -> float:
@@ -121,7 +124,10 @@ class OIKernel(Kernel):
         super().__init__(**kwargs)
         self._setup_comms()
         self.child = ChildKernel(parent=self, log=self.log)
-        self.child.on_iopub = self._on_child_iopub
+        self.runner = ChildRunner(
+            self.child, on_restart=self._on_child_restart, forward=self._on_child_iopub,
+            request=self._child_request_id,
+        )
         self.child.on_input = self._on_child_input
         self._widget_frontend = False
         self.approver = WidgetApprover(
@@ -129,7 +135,7 @@ class OIKernel(Kernel):
             fallback=StdinApprover(self.ask_stdin, lambda: self._allow_stdin),
         )
         self.engine = Engine(
-            executor=ChildExecutor(self),
+            executor=self.runner,
             approver=self.approver,
             parent=self,
             log=self.log,
@@ -144,8 +150,6 @@ class OIKernel(Kernel):
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None
         self._allow_stdin = False
-        self._collector: Any = None
-        self._active_child_id: str | None = None
         self._routes: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._child_comms: set[str] = set()
         self._states = StateMerger(self._send_comm_msg)
@@ -153,7 +157,6 @@ class OIKernel(Kernel):
         self._instructions: list[tuple[int, str]] = []
         self._session_log: Any = None
         self._last_payload: list[dict[str, Any]] = []
-        self._child_lost = False
 
     # ------------------------------------------------------------------ set-up
     def _setup_comms(self) -> None:
@@ -287,6 +290,7 @@ class OIKernel(Kernel):
         return ok
 
     async def _dispatch(self, code: str) -> dict[str, Any] | None:
+        self._show_config_warnings()
         stripped = code.lstrip()
         if stripped.startswith("%%python"):
             body = stripped.split("\n", 1)[1] if "\n" in stripped else ""
@@ -338,56 +342,29 @@ class OIKernel(Kernel):
         return None
 
     async def run_in_child(self, code: str, store_history: bool = True) -> ExecResult:
-        """Run code in the child, forwarding output to this cell; never leaves it running."""
-        from .outputs import OutputCollector
+        """Run code in the child, forwarding output to this cell; never leaves it running.
 
-        restarted = await self.child.ensure_running()
-        if (restarted and self.child.restarts) or self._child_lost:
-            self._child_lost = False
-            self.session_log.write("child_restart", reason="the previous child kernel died")
-            self.publish(
-                "stream",
-                {
-                    "name": "stderr",
-                    "text": ("The Python kernel was restarted: variables from before are gone.\n"),
-                },
-            )
+        The child request reuses the cell's msg_id, so widgets' Output capture and
+        echo_update work for widgets that user code creates in the child."""
+        msg_id, _ = self._child_request_id()
+        result = await self.runner.run_code(
+            code, msg_id=msg_id, allow_stdin=self._allow_stdin, store_history=store_history
+        )
+        self._last_payload = self.runner.last_payload
+        return result
+
+    def _child_request_id(self) -> tuple[str | None, bool]:
+        """The cell's msg_id (routed back to the cell) and whether stdin may be asked."""
         msg_id = self._parent_msg.get("header", {}).get("msg_id") or None
-        collector = OutputCollector()
-        self._collector, self._active_child_id = collector, msg_id
         if msg_id:
             self._route(msg_id, self._parent_msg)
-        task = asyncio.ensure_future(
-            self.child.execute(
-                code, msg_id, allow_stdin=self._allow_stdin, store_history=store_history
-            )
-        )
-        try:
-            reply = await asyncio.shield(task)
-        except ChildDiedError as exc:
-            return ExecResult("died", collector.outputs, str(exc))
-        except asyncio.CancelledError:
-            await self._stop_child_run(task)
-            raise
-        finally:
-            self._collector = None
-        status = "ok" if reply.get("status") == "ok" else "error"
-        if reply.get("status") == "error" and reply.get("ename") == "KeyboardInterrupt":
-            status = "interrupted"
-        self._last_payload = reply.get("payload") or []
-        return ExecResult(status, collector.outputs)
+        return msg_id, self._allow_stdin
 
-    async def _stop_child_run(self, task: asyncio.Task[Any]) -> None:
-        """After an interrupt: stop the child's execution, restart it if it will not stop."""
-        await self.child.interrupt()
-        try:
-            await asyncio.wait_for(asyncio.shield(task), 3.0)
-        except BaseException:
-            if not task.done():
-                self.log.warning("child did not stop after an interrupt; restarting it")
-                task.cancel()
-                await self.child.shutdown()
-                self._child_lost = True  # say so when the next cell starts a new one
+    def _on_child_restart(self) -> None:
+        self.session_log.write("child_restart", reason="the previous child kernel died")
+        self.publish("stream", {
+            "name": "stderr",
+            "text": "The Python kernel was restarted: variables from before are gone.\n"})
 
     # ------------------------------------------------------------------ child iopub
     def _route(self, child_msg_id: str, parent: dict[str, Any]) -> None:
@@ -412,8 +389,6 @@ class OIKernel(Kernel):
         elif msg_type in _OUTPUT_TYPES and parent is not None:
             if msg_type == "execute_result":
                 content = {**content, "execution_count": self.execution_count}
-            if self._collector is not None and parent_id == self._active_child_id:
-                self._collector.add(msg_type, content)
             target = parent
         else:
             return  # a stray from no request we know: never leak it into another cell

@@ -16,6 +16,7 @@ import asyncio
 import email.utils
 import functools
 import os
+import re
 import socket
 import threading
 import time
@@ -26,6 +27,7 @@ from typing import Any
 from traitlets import Enum, Float, Integer, Unicode, default
 from traitlets.config import Configurable
 
+from . import config, local_model
 from .conversation import Reply, ToolCall, Usage
 from .errors import (
     LLMAuthError,
@@ -37,6 +39,7 @@ from .errors import (
     NotConfiguredError,
 )
 
+PLACEHOLDER_KEY = "no-key-needed"
 RETRY_BASE_S = 0.5
 RETRY_CAP_S = 30.0
 
@@ -59,6 +62,7 @@ def _load_litellm() -> ModuleType:
             litellm.success_callback = []
             litellm.failure_callback = []
             litellm.input_callback = []
+            _skip_noop_request_transform()
             _litellm = litellm
     return _litellm
 
@@ -97,7 +101,9 @@ class LLM(Configurable):
         help="""The litellm model name, e.g. "gpt-4o-mini", "anthropic/claude-3-5-sonnet-latest"
         or "ollama/llama3.1" (see https://docs.litellm.ai/docs/providers). When api_base is set
         and the name has no provider prefix litellm knows, "openai/" is prepended, so
-        "llama3.1" with an api_base means an OpenAI-compatible server. Default: $OI_MODEL.""",
+        "llama3.1" with an api_base means an OpenAI-compatible server. Default: $OI_MODEL; without
+        it, no api_base and no *_API_KEY variable, "local/smollm2" (the small embedded offline
+        model) when the "local" extra is installed (pip install "oi-kernel[local]").""",
     ).tag(config=True)
 
     api_base = Unicode(
@@ -107,7 +113,9 @@ class LLM(Configurable):
 
     api_key = Unicode(
         help="""API key sent to the provider. Empty: litellm reads the provider's own variable
-        (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...). Default: $OI_API_KEY.""",
+        (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); with an api_base and an openai/ model and no
+        OPENAI_API_KEY either, a placeholder is sent, since local servers need no key but the
+        openai SDK requires one. Default: $OI_API_KEY.""",
     ).tag(config=True)
 
     temperature = Float(0.0, help="Sampling temperature.").tag(config=True)
@@ -135,7 +143,7 @@ class LLM(Configurable):
 
     @default("model")
     def _default_model(self) -> str:
-        return os.environ.get("OI_MODEL", "")
+        return os.environ.get("OI_MODEL", "") or self._embedded_default()
 
     @default("api_base")
     def _default_api_base(self) -> str:
@@ -147,15 +155,46 @@ class LLM(Configurable):
 
     @default("tool_mode")
     def _default_tool_mode(self) -> str:
-        mode = os.environ.get("OI_TOOL_MODE", "auto").strip().lower()
-        return mode if mode in ("auto", "tools", "markdown") else "auto"
+        help_text = self.traits()["tool_mode"].help
+        return config.env_choice(
+            "OI_TOOL_MODE", ["auto", "tools", "markdown"], "auto", help=help_text
+        )
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
+        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
 
     # -- cheap questions (no litellm import)
 
     def check_configured(self) -> None:
         """Raise NotConfiguredError when no model is set."""
         if not self.model.strip():
-            raise NotConfiguredError()
+            raise NotConfiguredError(footer=local_model.unavailable_hint())
+        if self.is_small_model:
+            local_model.check_usable(self.model, parent=self)
+
+    # -- the embedded offline model (local/..., see local_model.py)
+
+    def _embedded_default(self) -> str:
+        """``local/smollm2`` when nothing points at another model (no API base, no
+        *_API_KEY in the environment) and the local extra is installed; else ""."""
+        keys = any(k.endswith("_API_KEY") and v.strip() for k, v in os.environ.items())
+        if keys or self.api_base or self.api_key or not local_model.available():
+            return ""
+        self._pending_notice = local_model.DEFAULT_NOTICE
+        return local_model.MODEL_NAME
+
+    def take_notice(self) -> str:
+        """A message to show the user once (e.g. that the embedded model is in use)."""
+        if self.model != local_model.MODEL_NAME:
+            self._pending_notice = ""
+        notice, self._pending_notice = getattr(self, "_pending_notice", ""), ""
+        return notice
+
+    @property
+    def is_small_model(self) -> bool:
+        """Small models get a short prompt and write fenced code (no tool calls)."""
+        return local_model.is_local(self.model)
 
     def secrets(self) -> list[str]:
         """Key values to mask in anything shown or logged: api_key and every *_API_KEY."""
@@ -167,6 +206,8 @@ class LLM(Configurable):
     def resolved_model(self) -> str:
         """The model name as passed to litellm (may import litellm)."""
         model = self.model.strip()
+        if local_model.is_local(model):
+            return model
         if self.api_base and "/" not in model:
             return f"openai/{model}"
         if self.api_base and model.split("/", 1)[0] not in _load_litellm().provider_list:
@@ -175,6 +216,8 @@ class LLM(Configurable):
 
     def uses_tools(self) -> bool:
         """Whether to offer the execute tool (True) or expect fenced code (False)."""
+        if self.is_small_model:  # the embedded provider has no function calling
+            return False
         if self.tool_mode != "auto":
             return self.tool_mode == "tools"
         model = self.resolved_model()
@@ -198,6 +241,8 @@ class LLM(Configurable):
 
     def context_window(self) -> int | None:
         """The model's input limit according to litellm's (local) model map, if known."""
+        if self.is_small_model:
+            return local_model.get_model(self).n_ctx
         try:
             info = _load_litellm().get_model_info(self.resolved_model())
         except Exception:
@@ -223,6 +268,8 @@ class LLM(Configurable):
         """Send ``messages`` and stream the answer; see the module docstring."""
         self.check_configured()
         litellm = await _litellm_async()
+        if self.is_small_model:
+            local_model.register(litellm, parent=self)
         model = self.resolved_model()
         kwargs = self._request_kwargs(model, messages, tools)
         attempts = self.max_retries + 1
@@ -261,6 +308,9 @@ class LLM(Configurable):
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
+        elif self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            # Local OpenAI-compatible servers need no key, but the openai SDK insists on one.
+            kwargs["api_key"] = PLACEHOLDER_KEY
         return kwargs
 
     def _error(
@@ -270,6 +320,13 @@ class LLM(Configurable):
         partial = stream.text
         where = self.api_base or "the provider's default URL"
         tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if failure.kind == "timeout" and stream.started:
+            return LLMTimeoutError(
+                f"The model's reply stalled: nothing more arrived for {self.request_timeout:g} s "
+                f"({where}). What arrived is kept; ask again to continue, or raise the limit "
+                "with `c.LLM.request_timeout = 300` in the kernel's config.",
+                partial,
+            )
         if failure.kind == "timeout":
             return LLMTimeoutError(
                 f"The model did not answer within {self.request_timeout:g} s ({where}).\n"
@@ -288,8 +345,8 @@ class LLM(Configurable):
         if failure.kind == "connection":
             return LLMConnectionError(
                 f"Could not connect to {where}{tries}: {failure.detail}.\n"
-                "Check that the server is running and the address is right; set it with "
-                "OI_API_BASE (or `%model NAME --api-base URL`).",
+                "Check that the server is running and the address is right: set OI_API_BASE "
+                "before starting Jupyter, or `c.LLM.api_base` in the kernel's config.",
                 partial,
             )
         if failure.kind == "rate_limit":
@@ -304,20 +361,27 @@ class LLM(Configurable):
                 f"{failure.detail}\nTry again later.",
                 partial,
             )
+        if failure.kind == "model":
+            return LLMError(
+                f"Model {self.model!r} is unknown here: {failure.detail}\n"
+                "Model names are litellm's (https://docs.litellm.ai/docs/providers), "
+                "e.g. gpt-4o-mini or ollama/llama3.1; change it with `%model NAME` or OI_MODEL.",
+                partial,
+            )
+        status = f" (HTTP {failure.status})" if failure.status else ""
         return LLMError(
-            f"The request to model {self.model!r} failed: {failure.detail}\n"
-            "Model names are litellm's (https://docs.litellm.ai/docs/providers); "
-            "change it with `%model NAME` or OI_MODEL.",
-            partial,
+            f"The request to model {self.model!r} failed{status}: {failure.detail}", partial
         )
 
     def _auth_message(self, litellm: ModuleType, failure: _Failure) -> str:
-        variables = " or ".join(_key_variables(litellm, self.resolved_model()))
-        source = "OI_API_KEY" if self.api_key else (variables or "OI_API_KEY")
+        variables = " or ".join(_key_variables(litellm, self.resolved_model())) or "OPENAI_API_KEY"
+        how = f"set OI_API_KEY, or the provider's own variable {variables}, before starting Jupyter"
+        if failure.status is None:
+            return f"No API key was found for model {self.model!r} ({failure.detail}).\nTo fix it, {how}."
+        source = "OI_API_KEY (or c.LLM.api_key)" if self.api_key else variables
         return (
-            f"The provider rejected the API key (HTTP {failure.status or 401}): {failure.detail}\n"
-            f"Check the key in {source}: set OI_API_KEY (or the provider's own variable, "
-            f"{variables or 'e.g. OPENAI_API_KEY'}) before starting Jupyter."
+            f"The provider rejected the API key (HTTP {failure.status}): {failure.detail}\n"
+            f"Check the key in {source}; to change it, {how}."
         )
 
 
@@ -380,10 +444,11 @@ class _Stream:
             if delta is None:
                 continue
             if delta.content:
-                self.parts.append(delta.content)
+                content = _valid_text(delta.content)
+                self.parts.append(content)
                 if self.on_text is not None:
                     try:
-                        self.on_text(delta.content)
+                        self.on_text(content)
                     except Exception as exc:
                         raise _CallbackError(exc) from exc
             for call in getattr(delta, "tool_calls", None) or []:
@@ -403,9 +468,9 @@ class _Stream:
         if function is None:
             return
         if function.name and function.name != call.name:
-            call.name += function.name
+            call.name += _valid_text(function.name)
         if function.arguments:
-            call.arguments += function.arguments
+            call.arguments += _valid_text(function.arguments)
 
     def _usage(self, litellm: ModuleType, model: str) -> Usage:
         prompt = int(getattr(self.usage, "prompt_tokens", 0) or 0)
@@ -420,6 +485,16 @@ class _Stream:
         return Usage(prompt, completion, cost)
 
 
+_LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(text: str) -> str:
+    """``text`` with lone surrogates (a JSON "\\ud83d" without its pair) made U+FFFD: they
+    cannot be encoded as UTF-8, so the Jupyter message, the log line and the next request
+    that carried them would fail."""
+    return _LONE_SURROGATE_RE.sub("\ufffd", text)
+
+
 class _StreamEndedEarly(Exception):
     """The stream finished without the provider ever sending a finish_reason."""
 
@@ -430,6 +505,93 @@ def _was_cut(response: Any) -> bool:
     received = getattr(response, "received_finish_reason", "unknown")
     intermittent = getattr(response, "intermittent_finish_reason", None)
     return received is None and intermittent is None
+
+
+# ----------------------------------------------------------------------------- request body
+
+
+def _skip_noop_request_transform() -> None:
+    """Let the openai SDK send a chat request body as is when its transform would not
+    change it.
+
+    Before each request the SDK walks the whole body against its TypedDicts to rename
+    aliased keys and format dates and files. Chat-completion parameters have none of
+    those, yet the walk costs ~0.4 ms per message, on the event loop: after 200 turns
+    (800 messages) it took 0.3 s per request and grew with every turn. The replacement
+    returns a plain-JSON body unchanged when the expected type has nothing to transform,
+    and calls the SDK's own function otherwise, so the bytes sent are the same.
+    """
+    try:
+        from openai._utils import is_given
+        from openai.resources.chat.completions import completions as module
+
+        original = module.async_maybe_transform
+    except (ImportError, AttributeError):
+        return
+    if getattr(original, "_oi_skips_noop", False):
+        return
+
+    async def transform(data: object, expected_type: object) -> Any:
+        if isinstance(data, dict) and not _type_transforms(expected_type):
+            given = {k: v for k, v in data.items() if is_given(v)}  # as the SDK does
+            if _is_plain_json(given):
+                return given
+        return await original(data, expected_type)
+
+    transform._oi_skips_noop = True  # type: ignore[attr-defined]
+    module.async_maybe_transform = transform
+
+
+def _is_plain_json(data: object) -> bool:
+    """Whether ``data`` is dicts with str keys, lists, str, numbers, bool and None only."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if not all(isinstance(k, str) for k in item):
+                return False
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif not (item is None or isinstance(item, (str, int, float))):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _type_transforms(expected_type: Any) -> bool:
+    """Whether the SDK's transform can change data of this type (True when unsure)."""
+    try:
+        return _transforms(expected_type, set())
+    except Exception:
+        return True
+
+
+def _transforms(tp: Any, seen: set[int]) -> bool:
+    import typing
+
+    import typing_extensions
+    from openai._utils._transform import PropertyInfo
+
+    if tp in (str, int, float, bool, type(None), object, Any):
+        return False
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        meta = tp.__metadata__
+        if any(isinstance(m, PropertyInfo) and (m.alias or m.format) for m in meta):
+            return True
+        return _transforms(args[0], seen)
+    if origin is typing.Literal:
+        return False
+    if origin is not None:  # Required[...], Union[...], list[...], Iterable[...], dict[...]
+        return any(_transforms(a, seen) for a in args if a is not Ellipsis)
+    if typing_extensions.is_typeddict(tp):
+        if id(tp) in seen:
+            return False
+        seen.add(id(tp))
+        hints = typing_extensions.get_type_hints(tp, include_extras=True)
+        return any(_transforms(h, seen) for h in hints.values())
+    return True  # a model class, a date, something new: let the SDK handle it
 
 
 # ----------------------------------------------------------------------------- errors
@@ -492,6 +654,9 @@ def _classify(litellm: ModuleType, exc: Exception) -> _Failure:
     if network:
         root = network[-1]
         return _Failure("connection", str(root) or type(root).__name__)
+    client_side = [e for e in chain if type(e) is openai.OpenAIError]  # raised before any request
+    if client_side and any(w in str(client_side[0]).lower() for w in ("api_key", "credential")):
+        return _Failure("auth", _detail(client_side[0]))
     status = _status(exc)
     if status in (401, 403) or isinstance(
         exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)
@@ -501,6 +666,8 @@ def _classify(litellm: ModuleType, exc: Exception) -> _Failure:
         return _Failure("rate_limit", detail, 429, _retry_after(exc))
     if status is not None and status >= 500:
         return _Failure("server", detail, status, _retry_after(exc))
+    if status == 404 or "LLM Provider NOT provided" in str(exc):
+        return _Failure("model", detail, status)
     return _Failure("other", detail, status)
 
 

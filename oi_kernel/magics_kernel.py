@@ -118,6 +118,7 @@ class KernelMagics:
         """forget the conversation; --restart also restarts Python (variables are lost)"""
         self.kernel.engine.reset()
         if "--restart" in arg:
+            self.kernel.session_log.write("child_restart", reason="%reset --restart")
             await self.kernel.child.shutdown()
             self.kernel.child.start_soon()
             self.say("Conversation forgotten and the Python kernel restarted (variables are gone).")
@@ -249,7 +250,7 @@ class KernelMagics:
 
     # ------------------------------------------------------------ profiles and conversation
     async def m_profile(self, arg: str) -> None:
-        """apply a profile, or show every setting and its source: %profile [NAME|--list|--clear]"""
+        """apply a profile, or show each setting and its source: %profile [NAME, --list, --clear]"""
         from .profiles import profile_command
 
         child = self.kernel.child
@@ -265,7 +266,7 @@ class KernelMagics:
         self.say(text)
 
     def m_instructions(self, arg: str) -> None:
-        """add custom instructions for this session, or show them: %instructions [TEXT|--clear]"""
+        """add custom instructions for this session, or show them: %instructions [TEXT, --clear]"""
         from .profiles import instructions_command
 
         self.say(instructions_command(self.kernel.engine, arg))
@@ -285,10 +286,12 @@ class KernelMagics:
         first = removed[-1].splitlines()[0][:80] if removed[-1].strip() else ""
         what = f"the last instruction (“{first}”)" if len(removed) == 1 else (
             f"the last {len(removed)} instructions")
+        its = "its" if len(removed) == 1 else "their"
         self.say(
-            f"Removed {what} from the conversation: the model will not see it. "
-            "**Its side effects are not undone**: variables, files and anything else its code "
-            "did in the Python kernel stay as they are."
+            f"Removed {what} from the conversation: the model will not see "
+            f"{'it' if len(removed) == 1 else 'them'}. **{its.title()} side effects are not "
+            f"undone**: variables, files and anything else {its} code did in the Python kernel "
+            "stay as they are."
         )
 
     def m_save(self, arg: str) -> None:

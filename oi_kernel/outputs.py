@@ -46,7 +46,10 @@ class _StreamText:
         self._col = 0  # cursor position in the current line
 
     def write(self, text: str) -> None:
-        for token in _CONTROL_RE.findall(text):
+        # One token at a time, and long runs of text in line-sized slices: a single
+        # 100 MB message must not cost another 100 MB (or several) while it is taken in.
+        for match in _CONTROL_RE.finditer(text):
+            token = match[0]
             if token in ("\n", "\r\n"):
                 self._commit(self._line + "\n")
                 self._line, self._col = "", 0
@@ -54,8 +57,12 @@ class _StreamText:
                 self._col = 0
             elif token == "\b":
                 self._col = max(0, self._col - 1)
-            else:
+            elif len(token) <= self._line_max:
                 self._overwrite(token)
+            else:
+                start, end = match.span()
+                for i in range(start, end, self._line_max):
+                    self._overwrite(text[i : min(i + self._line_max, end)])
 
     def _overwrite(self, token: str) -> None:
         line, col = self._line, self._col

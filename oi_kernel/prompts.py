@@ -56,9 +56,13 @@ def system_prompt(
     cwd: str,
     small_model: bool = False,
     extra: str = "",
+    base: str = "",
 ) -> str:
-    """The system message for the next request."""
-    if small_model:
+    """The system message for the next request; ``base`` (a profile's system_message)
+    replaces the built-in text when not empty."""
+    if base.strip():
+        text = base.strip()
+    elif small_model:
         text = _SMALL
     else:
         text = _CAPABLE.format(

@@ -1,0 +1,164 @@
+"""Settings that cannot kill the kernel: a bad value is reported and the default kept.
+
+A kernel that raises while it starts is a dead kernel: the frontend shows "kernel
+died" and nothing else. A mistyped value in ``oi_kernel_config.py``
+(``c.Engine.max_steps = "ten"``) or in the environment (``OI_MAX_STEPS=abc``) must not
+do that, nor be silently ignored. Here such a value is rejected with a warning that
+quotes the setting's help text, the default is used, and the kernel shows the
+warnings in the next cell it runs (they also go to the kernel's log).
+
+Configurable classes route their config through ``load_config_tolerantly`` by
+overriding ``_load_config``; ``@default`` methods read the environment with
+``env_int``/``env_float``/``env_choice``/``env_flag``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+_warnings: list[str] = []
+_lock = threading.Lock()
+_log = logging.getLogger("oi_kernel.config")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def warn(text: str) -> None:
+    """Record a configuration problem for the user (shown once by the kernel)."""
+    _log.warning("%s", text)
+    with _lock:
+        if text not in _warnings:
+            _warnings.append(text)
+
+
+def take_warnings() -> list[str]:
+    """The problems recorded since the last call (each is returned once)."""
+    with _lock:
+        taken = list(_warnings)
+        _warnings.clear()
+    return taken
+
+
+def _explain(help_text: str) -> str:
+    help_text = " ".join(help_text.split())
+    return f"\n  ({help_text})" if help_text else ""
+
+
+def _bad_env(name: str, raw: str, expected: str, default: Any, help_text: str) -> None:
+    using = "ignored" if default in ("", None) else f"using {default!r}"
+    warn(f"{name}={raw!r} is not {expected}; {using}.{_explain(help_text)}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, help: str = "") -> int:
+    """A whole number from ``$name``; ``default`` (with a warning) when it is not one."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        _bad_env(name, raw, "a whole number", default, help)
+        return default
+    if minimum is not None and value < minimum:
+        _bad_env(name, raw, f"at least {minimum}", default, help)
+        return default
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None, help: str = "") -> float:
+    """A number from ``$name``; ``default`` (with a warning) when it is not one."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        _bad_env(name, raw, "a number", default, help)
+        return default
+    if value != value or (minimum is not None and value < minimum):  # NaN, or too small
+        _bad_env(name, raw, f"a number of at least {minimum:g}", default, help)
+        return default
+    return value
+
+
+def env_choice(name: str, choices: Iterable[str], default: str, *, help: str = "") -> str:
+    """One of ``choices`` from ``$name`` (case-insensitive); else ``default`` with a warning."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    options = list(choices)
+    if raw.lower() in options:
+        return raw.lower()
+    _bad_env(name, raw, "one of " + "/".join(options), default, help)
+    return default
+
+
+def env_flag(name: str, *, help: str = "") -> bool | None:
+    """True/False from ``$name`` (1/0, true/false, yes/no, on/off); None when unset or bad
+    (bad values are reported)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    warn(f"{name}={raw!r} is not on/off (1/0, true/false, yes/no); ignored.{_explain(help)}")
+    return None
+
+
+Loader = Callable[[Any, Any, Any], None]
+
+
+def load_config_tolerantly(
+    obj: Any, load: Loader, cfg: Any, section_names: Any = None, traits: Any = None
+) -> None:
+    """``Configurable._load_config`` that rejects bad values one by one instead of raising.
+
+    ``load`` is the base class's ``_load_config``. When it fails, every value is loaded
+    on its own; one that fails its trait's validation (or an observer's check) is
+    reported with the trait's help and the previous value is put back.
+    """
+    try:
+        load(cfg, section_names, traits)
+        return
+    except Exception:  # some value is bad: find which, keep the good ones
+        pass
+    from traitlets.config import Config
+
+    section = type(obj).__name__
+    for name, value in obj._find_my_config(cfg).items():
+        before = obj._trait_values.get(name, _MISSING)
+        try:
+            load(Config({section: {name: value}}), section_names, traits)
+        except Exception as exc:
+            _restore(obj, name, before)
+            trait = obj.traits().get(name)
+            help_text = getattr(trait, "help", "") if trait is not None else ""
+            now = getattr(obj, name, None)
+            warn(
+                f"Ignored c.{section}.{name} = {value!r} from the configuration: "
+                f"{_reason(exc)} Using {now!r}.{_explain(help_text)}"
+            )
+
+
+_MISSING = object()
+
+
+def _restore(obj: Any, name: str, before: Any) -> None:
+    try:
+        if before is _MISSING:
+            obj._trait_values.pop(name, None)
+        else:
+            obj.set_trait(name, before)
+    except Exception:  # the old value was valid; if putting it back fails, the default stays
+        obj._trait_values.pop(name, None)
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if text.endswith(".") else text + "."
