@@ -101,6 +101,9 @@ class OIMagics(Magics):
         self.engine = Engine(
             executor=executor, approver=approver, parent=self, llm=LLM(parent=self)
         )
+        from .profiles import apply_startup
+
+        apply_startup(self.engine)  # OI_PROFILE / c.Profile.name (sandbox does not apply here)
         self.transformer = _cell_transformer(shell)
         self._session_log: Any = None
         self._running = False
@@ -280,6 +283,29 @@ class OIMagics(Magics):
                     f"   - step {step.index} ({step.block.language}): {label}, {step.status}"
                 )
         _say("```\n" + "\n".join(lines) + "\n```")
+
+    def _cmd_profile(self, arg: str) -> None:
+        """apply a profile, or show each setting and its source: %oi profile [NAME, --list, --clear]"""
+        from .profiles import profile_command
+
+        _say(profile_command(self.engine, arg, selected_by="%oi profile"))
+
+    def _cmd_instructions(self, arg: str) -> None:
+        """add instructions for this session, or show them: %oi instructions [TEXT, --clear]"""
+        from .profiles import instructions_command
+
+        _say(instructions_command(self.engine, arg))
+
+    def _cmd_undo(self, arg: str) -> None:
+        """remove the last instruction from what the model sees (side effects stay)"""
+        from .conversation_io import undo
+
+        removed = undo(self.engine)
+        if not removed:
+            _say("Nothing to undo.")
+            return
+        _say(f"Removed from the conversation: {removed[-1][:80]!r}. Variables and files it "
+             "changed are **not** undone.")
 
     def _cmd_log(self, arg: str) -> None:
         """show the session log's path"""

@@ -511,3 +511,25 @@ def test_terminal_ipython_prompts_on_stdin(_server, tmp_path):
     assert "term 42" in out and "It is 42." in out and "after 47" in out
     assert "x_before: int = 5" in user_texts(_server.requests[0])[0]
     assert tool_results(_server.requests[1]) == ["term 42"]
+
+
+def test_profile_instructions_and_undo_commands(llm_server, tmp_path):
+    """`%oi profile`, `%oi instructions` and `%oi undo` work on the magic's engine."""
+    from tests.kernel_client import KernelSession
+
+    env = {"OI_MODEL": "openai/scripted", "OI_API_BASE": llm_server.url,
+           "OI_API_KEY": "sk-test-not-a-real-key-123456", "OI_LOG_DIR": str(tmp_path / "logs"),
+           "OI_AUTO_RUN": "1"}
+    with KernelSession(kernel_name="python3", env=env, cwd=str(tmp_path)) as ks:
+        assert ks.execute("%load_ext oi_kernel").status == "ok"
+        assert "data_analyst" in ks.execute("%oi profile data_analyst").text
+        assert ks.execute("%oi instructions Always answer in French.").status == "ok"
+        llm_server.enqueue(S.text("Bonjour"))
+        ks.execute("%%oi\nsay hello")
+        system = llm_server.requests[-1]["messages"][0]["content"]
+        assert "Always answer in French." in system
+        assert "Removed from the conversation" in ks.execute("%oi undo").text
+        llm_server.enqueue(S.text("ok"))
+        ks.execute("%%oi\nsecond")
+        users = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"]
+        assert not any("say hello" in u for u in users)
