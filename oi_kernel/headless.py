@@ -41,6 +41,7 @@ class RunResult:
     logs: list[Path] = field(default_factory=list)
     error: str = ""  # empty when every cell ran
     duration_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -52,6 +53,7 @@ class RunResult:
         lines += [f"Session log: {p}" for p in self.logs]
         if not self.logs:
             lines.append("No session log was written (nothing ran), so there is no export.")
+        lines += self.notes
         if self.error:
             lines.append(f"Stopped with an error: {self.error}")
         return "\n".join(lines)
@@ -178,8 +180,13 @@ def run_notebook(
     kernel = kernel_name or nb.metadata.get("kernelspec", {}).get("name") or KERNEL_NAME
     if kernel == KERNEL_NAME:
         ensure_kernelspec()
-    instruction_kernel = _kernel_language(kernel) != "python"
-    inject_parameters(nb, parameters or {}, instruction_kernel)
+    language = _kernel_language(kernel)
+    if parameters and language not in ("python", "markdown"):
+        raise OIError(
+            f"Parameters can be injected into Python and Open Interpreter notebooks, not into "
+            f"a {language} kernel ({kernel})."
+        )
+    inject_parameters(nb, parameters or {}, instruction_kernel=language != "python")
     log_dir = _log_dir(env)
     before = set(_logs(log_dir))
     started = time.monotonic()
@@ -198,7 +205,7 @@ def run_notebook(
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
-    result.exports = _export(result.logs, out)
+    result.exports, result.notes = _export(result.logs, out)
     return result
 
 
@@ -222,6 +229,7 @@ def _kernel_env(approval: str, log_dir: Path, extra: Mapping[str, str] | None) -
         OI_AUTO_RUN="1" if approval == "never" else "0",
         OI_LOG_DIR=str(log_dir),
     )
+    env.setdefault("OI_STEP_TIMEOUT", "300")  # headless: a stuck step ends the step, not the run
     return env
 
 
@@ -253,16 +261,20 @@ def _execute(
     return ""
 
 
-def _export(logs: list[Path], out: Path) -> list[Path]:
+def _export(logs: list[Path], out: Path) -> tuple[list[Path], list[str]]:
+    """Export each new session log next to ``out``; (exports, problems)."""
     from .export import export_notebook
 
-    exports = []
+    exports, notes = [], []
     for i, log in enumerate(logs):
         target = export_path(out)
         if i:
             target = target.with_name(f"{target.stem}-{i + 1}.ipynb")
-        exports.append(export_notebook(log, target, force=True))
-    return exports
+        try:
+            exports.append(export_notebook(log, target, force=True))
+        except OIError as exc:
+            notes.append(f"Could not export {log}: {exc}")
+    return exports, notes
 
 
 # ----------------------------------------------------------------------------- quickstart

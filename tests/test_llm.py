@@ -131,7 +131,8 @@ def test_usage_reaches_reply(llm_server: ScriptedLLMServer) -> None:
 
 
 def test_cost_for_a_model_litellm_knows(llm_server: ScriptedLLMServer) -> None:
-    llm_server.enqueue(fake.text("a" * 4000))
+    # (litellm aborts a stream after 100 identical consecutive chunks: vary them)
+    llm_server.enqueue(fake.text("0123456789" * 400, chunk_size=7))
     llm = LLM(model="openai/gpt-4o-mini", api_base=llm_server.url, api_key=KEY)
     reply = run(llm)
     assert llm_server.requests[0]["model"] == "gpt-4o-mini"
@@ -204,6 +205,39 @@ def test_401_is_auth_error_naming_the_key_variable(llm_server: ScriptedLLMServer
     assert len(llm_server.requests) == 1
 
 
+def test_404_and_other_client_errors_are_not_retried(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(fake.error(404, "The model `scripted` does not exist"))
+    with pytest.raises(LLMError, match=r"(?s)unknown here.*does not exist.*%model NAME"):
+        run(make_llm(llm_server))
+    llm_server.enqueue(fake.error(400, "This model's maximum context length is 8192 tokens"))
+    with pytest.raises(LLMError, match=r"failed \(HTTP 400\): This model's maximum context"):
+        run(make_llm(llm_server))
+    assert len(llm_server.requests) == 2
+
+
+def test_missing_key_is_auth_error_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OI_API_KEY", "OPENAI_API_KEY", "OI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    unreachable = f"http://127.0.0.1:{closed_port()}/v1"  # in case a request were made after all
+    monkeypatch.setenv("OPENAI_BASE_URL", unreachable)
+    monkeypatch.setenv("OPENAI_API_BASE", unreachable)
+    notices: list[str] = []
+    with pytest.raises(LLMAuthError, match="OPENAI_API_KEY") as info:
+        run(LLM(model="gpt-4o-mini"), on_retry=notices.append)
+    assert "OI_API_KEY" in str(info.value)
+    assert notices == []
+
+
+def test_local_server_needs_no_key(
+    llm_server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OI_API_KEY", raising=False)
+    reply = run(LLM(model="llama3.1", api_base=llm_server.url))
+    assert reply.text == "Done."
+    assert llm_server.requests[0]["model"] == "llama3.1"
+
+
 def test_connection_refused(llm_server: ScriptedLLMServer) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     llm = LLM(model="openai/scripted", api_base=url, api_key=KEY, max_retries=1)
@@ -221,6 +255,63 @@ def test_stall_beyond_request_timeout(llm_server: ScriptedLLMServer) -> None:
         run(make_llm(llm_server, request_timeout=1.0))
     assert time.monotonic() - started < 4  # the server would answer after 5 s
     assert len(llm_server.requests) == 1  # timeouts are not retried
+
+
+def test_stall_midway_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(fake.text("First words, then nothing.", chunk_size=12, delay=5))
+    started = time.monotonic()
+    with pytest.raises(LLMTimeoutError, match="stalled") as info:
+        run(make_llm(llm_server, request_timeout=1.0))
+    assert time.monotonic() - started < 4
+    assert info.value.partial_text == "First words,"
+
+
+def test_cut_inside_tool_call_arguments_is_a_cut_reply(llm_server: ScriptedLLMServer) -> None:
+    llm_server.enqueue(fake.cut_tool_call("print('the whole program')", after_chars=30))
+    with pytest.raises(LLMStreamCutError):
+        run(make_llm(llm_server), tools=TOOLS)
+    assert len(llm_server.requests) == 1
+
+
+def test_lone_surrogates_in_the_stream_become_replacement_characters(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    llm_server.enqueue(fake.tool_call("x = 1", text="half \ud83d pair", call_id="c\udc00"))
+    pieces: list[str] = []
+    reply = run(make_llm(llm_server), tools=TOOLS, on_text=pieces.append)
+    assert reply.text == "half \ufffd pair" == "".join(pieces)
+    assert reply.tool_calls[0].arguments.encode("utf-8")
+
+
+def test_request_body_skips_the_sdks_no_op_transform() -> None:
+    """The openai SDK's per-message walk of the request body is skipped for chat
+    completions (nothing in them is renamed), and still runs for types that rename keys."""
+    from typing import Annotated
+
+    from openai._utils._transform import PropertyInfo
+    from openai.resources.chat.completions import completions
+    from openai.types.chat import completion_create_params as params
+    from typing_extensions import Required, TypedDict
+
+    from oi_kernel import llm as llm_module
+
+    llm_module._load_litellm()
+    transform = completions.async_maybe_transform
+    assert getattr(transform, "_oi_skips_noop", False)
+    assert not llm_module._type_transforms(params.CompletionCreateParamsStreaming)
+
+    class Card(TypedDict, total=False):
+        card_id: Required[Annotated[str, PropertyInfo(alias="cardID")]]
+
+    class Wallet(TypedDict, total=False):
+        cards: list[Card]
+
+    assert llm_module._type_transforms(Wallet)
+    body = {"messages": MESSAGES, "model": "m", "stream": True}
+    sent = asyncio.run(transform(body, params.CompletionCreateParamsStreaming))
+    assert sent == body and sent["messages"] is MESSAGES
+    renamed = asyncio.run(transform({"cards": [{"card_id": "1"}]}, Wallet))
+    assert renamed == {"cards": [{"cardID": "1"}]}
 
 
 def test_cut_stream_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
@@ -279,6 +370,7 @@ def test_on_text_exception_propagates_unchanged(llm_server: ScriptedLLMServer) -
 
 def test_check_configured_without_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OI_MODEL", raising=False)
+    monkeypatch.setenv("OI_DISABLE_LOCAL_MODEL", "1")  # else the embedded model is the default
     with pytest.raises(NotConfiguredError):
         LLM().check_configured()
     monkeypatch.setenv("OI_MODEL", "gpt-4o-mini")
@@ -302,6 +394,7 @@ def test_check_configured_does_not_import_litellm() -> None:
         "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "OI_MODEL"}
+    env["OI_DISABLE_LOCAL_MODEL"] = "1"  # else the embedded model is the default
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
