@@ -227,8 +227,13 @@ class FrontendComms:
 
     def export(self, data: dict[str, Any]) -> dict[str, Any]:
         """Answer an ``export`` request: write the session's notebook (never overwriting)."""
-        reply = {"type": "export_result", "request_id": _request_id(data), "ok": False,
-                 "path": "", "error": ""}
+        reply = {
+            "type": "export_result",
+            "request_id": _request_id(data),
+            "ok": False,
+            "path": "",
+            "error": "",
+        }
         try:
             from .export import export_notebook
 
@@ -252,20 +257,25 @@ class FrontendComms:
     async def verify(self, data: dict[str, Any]) -> dict[str, Any]:
         """Answer a ``verify`` request. The notebook re-runs in a fresh kernel started by
         nbclient in a worker thread, so this kernel keeps answering meanwhile."""
-        reply: dict[str, Any] = {"type": "verify_result", "request_id": _request_id(data),
-                                 "ok": False, "report": "", "cells": [], "error": ""}
+        reply: dict[str, Any] = {
+            "type": "verify_result",
+            "request_id": _request_id(data),
+            "ok": False,
+            "report": "",
+            "cells": [],
+            "error": "",
+        }
         try:
             from .export import verify_notebook
 
             target = self._resolve(data.get("path"))
-            report = await asyncio.to_thread(
-                verify_notebook, target, timeout=self.verify_timeout
-            )
+            report = await asyncio.to_thread(verify_notebook, target, timeout=self.verify_timeout)
             reply.update(
                 ok=report.ok,
                 report=report.format(),
-                cells=[{"index": c.index, "status": c.status, "detail": c.detail}
-                       for c in report.cells],
+                cells=[
+                    {"index": c.index, "status": c.status, "detail": c.detail} for c in report.cells
+                ],
             )
         except OIError as exc:
             reply["error"] = str(exc)

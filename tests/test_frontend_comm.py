@@ -144,6 +144,7 @@ def ran_turn(kernel, frontend, _server):
     """One auto-run turn with one step; returns (comm_id, the cell's messages)."""
     comm_id = frontend.open()
     frontend.wait_comm(comm_id, "status")
+    frontend.execute("%auto_run on")  # whatever earlier tests set
     _server.reset()
     _server.enqueue(S.tool_call("print(6 * 7)"), S.text("It is 42."))
     messages = frontend.execute("multiply six by seven", cell_id="cell-42")
