@@ -24,6 +24,11 @@ from oi_kernel.errors import OIError
 from oi_kernel.languages import normalize_language
 
 _EXAMPLE = '{"language": "python", "code": "print(1)"}'
+# What the model is told when the token limit cut its last fenced block (it did not run).
+CUT_BLOCK_PROBLEM = (
+    "Your reply reached the output token limit inside a code block, so that block was cut "
+    "off and was not run. Send it again complete, in smaller steps if it is long."
+)
 _EXECUTE_NAMES = frozenset({"execute", "run_code", "python"})
 _CODE_KEYS = ("code", "source", "script", "command")
 _NOT_CODE = frozenset(
@@ -57,20 +62,24 @@ class _Fence:
     end: int  # offset just after the closing fence line (or the end of the text)
     tag: str  # first word of the info string, lower case; "" when untagged
     body: str
+    closed: bool = True  # False: the text ended before the closing fence
 
 
-def extract_code_blocks(text: str) -> list[CodeBlock]:
+def extract_code_blocks(text: str, allow_unclosed: bool = True) -> list[CodeBlock]:
     """The code blocks of a complete reply, in order of appearance.
 
     Fenced blocks and tool calls printed as text (JSON objects, ``<tool_call>``
-    tags, ``functions.execute({...})``) are recognised; CRLF counts as LF.
+    tags, ``functions.execute({...})``) are recognised; CRLF counts as LF. A fence
+    still open at the end of the text (models often omit the last closer) gives a
+    block unless ``allow_unclosed`` is False: pass that for a reply the output
+    token limit cut off, whose last block is then only the start of the code.
     """
     text = text.replace("\r\n", "\n")
     found: list[tuple[int, CodeBlock]] = []
     prose_start = 0
     for fence in _find_fences(text):
         found += _prose_calls(text, prose_start, fence.start)
-        block = _fence_block(fence)
+        block = _fence_block(fence) if fence.closed or allow_unclosed else None
         if block is not None:
             found.append((fence.start, block))
         prose_start = fence.end
@@ -93,7 +102,8 @@ def _find_fences(text: str) -> list[_Fence]:
         if close == len(lines) and body.endswith("\n"):
             body = body[:-1]
         end = min(starts[min(close + 1, len(lines))], len(text))
-        fences.append(_Fence(starts[i], end, _fence_tag(m["info"]), body))
+        closed = close < len(lines)
+        fences.append(_Fence(starts[i], end, _fence_tag(m["info"]), body, closed))
         i = close + 1
     return fences
 

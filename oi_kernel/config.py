@@ -123,6 +123,7 @@ def load_config_tolerantly(
     on its own; one that fails its trait's validation (or an observer's check) is
     reported with the trait's help and the previous value is put back.
     """
+    before = dict(obj._trait_values)
     try:
         load(cfg, section_names, traits)
         return
@@ -131,12 +132,14 @@ def load_config_tolerantly(
     from traitlets.config import Config
 
     section = type(obj).__name__
-    for name, value in obj._find_my_config(cfg).items():
-        before = obj._trait_values.get(name, _MISSING)
+    values = list(obj._find_my_config(cfg).items())
+    for name, _ in values:  # undo what the failed load left behind
+        _restore(obj, name, before.get(name, _MISSING))
+    for name, value in values:
         try:
             load(Config({section: {name: value}}), section_names, traits)
         except Exception as exc:
-            _restore(obj, name, before)
+            _restore(obj, name, before.get(name, _MISSING))
             trait = obj.traits().get(name)
             help_text = getattr(trait, "help", "") if trait is not None else ""
             now = getattr(obj, name, None)

@@ -106,6 +106,10 @@ class TurnDone:
 
 Event = TextDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
 
+CUT_BLOCK_NOTICE = (
+    "The reply reached the model's output token limit inside a code block: that block was "
+    "cut off and was not run. The model was asked to send it again."
+)
 EMPTY_REPLY_NOTICE = (
     "The model sent an empty reply (no text and no code). Ask again or rephrase; if it keeps "
     "happening, check the model (`%model`) and its server."
@@ -497,6 +501,10 @@ class Engine(LoggingConfigurable):
             self.messages.append(_assistant_tool_message(reply))
         else:
             blocks = codeblocks.extract_code_blocks(reply.text)
+            if reply.finish_reason == "length":  # the token limit cut the reply: no half block
+                whole = codeblocks.extract_code_blocks(reply.text, allow_unclosed=False)
+                if len(whole) < len(blocks):
+                    blocks, problems = whole, [codeblocks.CUT_BLOCK_PROBLEM]
             self.messages.append({"role": "assistant", "content": reply.text})
         emit(ReplyDone(call, reply, blocks))
         return reply, blocks, problems
@@ -526,6 +534,9 @@ class Engine(LoggingConfigurable):
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
             if call.id not in answered:
                 self._answer_tool_call(call.id, "\n".join(problems) or "Unknown tool.", feedback)
+        if problems and not reply.tool_calls:  # markdown mode: a block cut by the token limit
+            feedback.extend(problems)
+            emit(Notice(CUT_BLOCK_NOTICE, "warning"))
         if feedback:  # markdown mode: one user message with every result
             self.messages.append({"role": "user", "content": "\n\n".join(feedback)})
         self._show_images(turn.steps[len(turn.steps) - len(blocks):])

@@ -15,6 +15,9 @@ From another process, script it over HTTP: ``POST /_script`` with a JSON list of
 [{"match": "regex", "respond": {...}}]}``; ``POST /_reset``; ``GET /_requests``. Run it in
 the foreground with ``python -m tests.llm_server --port 8765 [--script FILE.json]``.
 
+With ``server.validate = True`` a request whose messages OpenAI would reject (a tool
+call without its result, ...) gets HTTP 400 instead of its scripted answer.
+
 Usage numbers are deterministic: prompt_tokens = len(json.dumps(messages)) // 4 and
 completion_tokens = len(output) // 4 (output = text plus all tool-call arguments).
 """
@@ -66,6 +69,8 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
     stall: float = 0.0
+    cut_args_after: int | None = None  # drop the connection inside the tool-call arguments
+    finish_reason: str | None = None  # sent instead of "stop"/"tool_calls" (e.g. "length")
 
     @property
     def output(self) -> str:
@@ -123,6 +128,13 @@ def cut(
     return Response(content=content, chunk_size=chunk_size, delay=delay, cut_after=after_chars)
 
 
+def cut_tool_call(code: str, after_chars: int, language: str = "python") -> Response:
+    """An ``execute(language, code)`` call whose JSON arguments stop after ``after_chars``
+    characters: the connection drops, with no finish_reason and no [DONE]."""
+    arguments = json.dumps({"language": language, "code": code})
+    return Response(calls=[Call(arguments)], cut_args_after=after_chars)
+
+
 def stall(seconds: float, then: Response | None = None) -> Response:
     """Wait ``seconds`` before sending any header, then answer ``then`` (text "Done.")."""
     return dataclasses.replace(then or text("Done."), stall=seconds)
@@ -157,6 +169,7 @@ def from_spec(spec: dict) -> Response:
         "raw_tool_call": raw_tool_call,
         "error": error,
         "cut": cut,
+        "cut_tool_call": cut_tool_call,
     }
     if kind not in builders:
         raise ValueError(f"unknown response kind {kind!r}; expected one of {sorted(builders)}")
@@ -308,6 +321,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(400, _error_body(400, f"invalid JSON body: {exc}"))
             return
         if path in ("/v1/chat/completions", "/chat/completions"):
+            problem = conversation_problem(body) if owner.validate else None
+            if problem:
+                owner._record(body)
+                self._json(400, _error_body(400, f"Invalid 'messages': {problem}"))
+                return
             self._answer(body, owner._next_response(body))
         elif path == "/_script":
             try:
@@ -346,13 +364,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         try:
-            sent = 0
+            sent = args_sent = 0
             for delta in stream_deltas(response):
                 if response.cut_after is not None and "content" in delta:
                     delta = {**delta, "content": delta["content"][: response.cut_after - sent]}
                     sent += len(delta["content"])
+                if response.cut_args_after is not None and "tool_calls" in delta:
+                    delta, args_sent = _cut_arguments(delta, response.cut_args_after, args_sent)
                 self._event(chunks.delta(delta))
                 if response.cut_after is not None and sent >= response.cut_after:
+                    self._drop()
+                    return
+                if response.cut_args_after is not None and args_sent >= response.cut_args_after:
                     self._drop()
                     return
                 opening = "role" in delta  # the role-only first delta is sent without delay
@@ -365,7 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
             if response.cut_after is not None:
                 self._drop()
                 return
-            finish = "tool_calls" if response.calls else "stop"
+            finish = response.finish_reason or ("tool_calls" if response.calls else "stop")
             self._event(chunks.delta({}, finish))
             if (body.get("stream_options") or {}).get("include_usage"):
                 self._event(chunks.usage(usage_for(body, response)))
@@ -404,6 +427,47 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+def _cut_arguments(delta: dict, limit: int, sent: int) -> tuple[dict, int]:
+    """``delta`` with its tool-call arguments cut so no more than ``limit`` were sent."""
+    calls = []
+    for call in delta["tool_calls"]:
+        function = call.get("function") or {}
+        pieces = function.get("arguments") or ""
+        kept = pieces[: max(0, limit - sent)]
+        sent += len(kept)
+        calls.append({**call, "function": {**function, "arguments": kept}})
+    return {**delta, "tool_calls": calls}, sent
+
+
+def conversation_problem(body: dict) -> str | None:
+    """What OpenAI would reject in a request's messages (HTTP 400), or None.
+
+    Every tool call of an assistant message needs a ``tool`` message with its id before
+    the next message of another role; a ``tool`` message must answer such a call; an
+    assistant message needs content or tool calls."""
+    open_calls: set[str] = set()
+    for i, message in enumerate(body.get("messages") or []):
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in open_calls:
+                return f"messages[{i}]: a tool message must answer a preceding tool call"
+            open_calls.discard(message["tool_call_id"])
+            continue
+        if open_calls:
+            return (
+                f"messages[{i}]: an assistant message with 'tool_calls' must be followed by "
+                f"tool messages responding to each 'tool_call_id' ({sorted(open_calls)})"
+            )
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            if message.get("content") is None and not calls:
+                return f"messages[{i}]: an assistant message needs content or tool_calls"
+            open_calls = {c["id"] for c in calls}
+    if open_calls:
+        return f"the last assistant message's tool calls have no results ({sorted(open_calls)})"
+    return None
+
+
 def _error_body(status: int, message: str) -> dict:
     kinds = {
         400: "invalid_request_error",
@@ -432,6 +496,8 @@ class ScriptedLLMServer:
         self._requests: list[dict] = []
         self._fallback: Fallback | None = None
         self._disconnected: list[dict] = []
+        # When True, requests OpenAI would reject (see conversation_problem) get HTTP 400.
+        self.validate = False
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -534,6 +600,11 @@ class ScriptedLLMServer:
             if not self._lock.wait_for(lambda: len(self._requests) >= n, timeout):
                 raise TimeoutError(f"expected {n} requests, got {len(self._requests)}")
             return list(self._requests)
+
+    def _record(self, body: dict) -> None:
+        with self._lock:
+            self._requests.append(body)
+            self._lock.notify_all()
 
     def _next_response(self, body: dict) -> Response:
         with self._lock:

@@ -118,6 +118,14 @@ def test_extract_code_blocks(text: str, expected: list[tuple[str, str]]) -> None
     assert all(b.tool_call_id is None for b in blocks)
 
 
+def test_an_unclosed_last_fence_can_be_left_out() -> None:
+    reply = "```python\nprint(1)\n```\n```python\nimport shutil\nshutil.rmt"
+    assert extract_code_blocks(reply)[-1] == CodeBlock(PY, "import shutil\nshutil.rmt")
+    assert extract_code_blocks(reply, allow_unclosed=False) == [CodeBlock(PY, "print(1)")]
+    closed = "```python\nprint(1)\n```"
+    assert extract_code_blocks(closed, allow_unclosed=False) == [CodeBlock(PY, "print(1)")]
+
+
 def test_tool_call_json_is_not_also_a_json_or_untagged_block() -> None:
     for text in (f"```json\n{CALL_JSON}\n```", f"```\n{CALL_JSON}\n```", CALL_JSON):
         assert extract_code_blocks(text) == [CodeBlock(PY, "print(2)")]
@@ -175,9 +183,7 @@ ARGUMENT_CASES = [
     ("unknown language kept raw", '{"language": "Fortran", "code": "x"}', ("Fortran", "x")),
     ("missing language", '{"code": "x = 1"}', (PY, "x = 1")),
     ("null language", '{"language": null, "code": "x"}', (PY, "x")),
-    ("cut inside the code string", '{"language": "python", "code": "print(1)', (PY, "print(1)")),
     ("cut after the string", '{"language": "python", "code": "print(1)"', (PY, "print(1)")),
-    ("cut after an escape", '{"code": "a\\nb\\', (PY, "a\nb")),
     ("missing nested braces", '{"arguments": {"code": "x"', (PY, "x")),
     ("trailing comma", '{"language": "python", "code": "x", "timeout": 5,}', (PY, "x")),
     ("nested trailing commas", '{"code": "x", "env": {"A": "1",}, "n": [1, 2,],}', (PY, "x")),
@@ -213,7 +219,83 @@ ARGUMENT_ERRORS = [
     ("a list", '["print(1)"]', "JSON object was expected"),
     ("python dict with non-strings", "{'code': 1}", "not JSON"),
     ("broken braces", "{code: print(1)}", "not JSON"),
+    ("nested too deeply", "[" * 100_000, "nested too deeply"),
+    ("arguments nested too deeply", '{"arguments": ' * 20_000, "nested too deeply"),
 ]
+
+# JSON that ends inside a string: the code was cut off, and half a program must not run.
+CUT_STRING_CASES = [
+    ("cut inside the code string", '{"language": "python", "code": "print(1)'),
+    ("cut after an escape", '{"code": "a\\nb\\'),
+    ("cut inside a later value", '{"code": "print(1)", "language": "pyth'),
+    ("cut inside double-encoded arguments", json.dumps(json.dumps({"code": "y = 1"}))[:-4]),
+]
+
+
+@pytest.mark.parametrize(
+    "raw", [c[1] for c in CUT_STRING_CASES], ids=[c[0] for c in CUT_STRING_CASES]
+)
+def test_arguments_cut_inside_a_string_are_refused(raw: str) -> None:
+    with pytest.raises(ToolArgumentsError) as info:
+        parse_tool_arguments(raw)
+    message = str(info.value)
+    assert "cut off" in message and "none of it was run" in message
+    assert '{"language": "python", "code": "print(1)"}' in message
+
+
+_JSONISH = st.text(alphabet='{}[]",:\\ \n abcode0123456789python-', max_size=120)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    raw=st.one_of(
+        st.text(max_size=300), _JSONISH, st.builds(lambda n: "[" * n, st.integers(0, 5000))
+    )
+)
+def test_parse_tool_arguments_raises_only_tool_arguments_error(raw: str) -> None:
+    try:
+        result = parse_tool_arguments(raw)
+    except ToolArgumentsError as error:
+        assert str(error)
+    else:
+        assert set(result) == {"language", "code"} and result["code"].strip()
+        assert (result["language"] + result["code"]).encode("utf-8")  # no lone surrogates
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        ('{"code": "print(\'\\ud83d\')"}', "print('\ufffd')"),  # escaped half of a pair
+        ('{"code": "print(\'\\ud83d\\ude00\')"}', "print('\U0001f600')"),  # a whole pair
+        ("print('\udc80')", "print('\ufffd')"),  # bare code holding a lone surrogate
+    ],
+)
+def test_lone_surrogates_become_replacement_characters(raw: str, code: str) -> None:
+    assert parse_tool_arguments(raw)["code"] == code
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    code=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80),
+    cut=st.integers(min_value=1, max_value=200),
+)
+def test_a_cut_call_never_runs_a_prefix_of_the_code(code: str, cut: int) -> None:
+    """Whatever prefix of a streamed call arrives, the result is the whole code or an error."""
+    raw = json.dumps({"language": "python", "code": code})
+    prefix = raw[: min(cut, len(raw))]
+    try:
+        result = parse_tool_arguments(prefix)
+    except ToolArgumentsError:
+        return
+    if prefix.startswith("{"):
+        assert result["code"] == code
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=400), nesting=st.integers(0, 3000))
+def test_extract_code_blocks_never_raises(text: str, nesting: int) -> None:
+    reply = text + ' {"name": "execute", "arguments": ' + "[" * nesting + text
+    assert isinstance(extract_code_blocks(reply), list)
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,13 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+from openai._utils._transform import PropertyInfo
+from typing_extensions import Required, TypedDict
 
+from oi_kernel.codeblocks import parse_tool_arguments
 from oi_kernel.conversation import Reply
 from oi_kernel.errors import (
     LLMAuthError,
@@ -27,7 +31,7 @@ from oi_kernel.errors import (
     LLMTimeoutError,
     NotConfiguredError,
 )
-from oi_kernel.llm import LLM
+from oi_kernel.llm import LLM, _load_litellm
 from tests import llm_server as fake
 from tests.llm_server import ScriptedLLMServer
 
@@ -250,6 +254,7 @@ def test_connection_refused(llm_server: ScriptedLLMServer) -> None:
 
 def test_stall_beyond_request_timeout(llm_server: ScriptedLLMServer) -> None:
     llm_server.enqueue(fake.stall(5))
+    _load_litellm()  # its import (seconds) is not part of the timeout
     started = time.monotonic()
     with pytest.raises(LLMTimeoutError, match="request_timeout"):
         run(make_llm(llm_server, request_timeout=1.0))
@@ -259,6 +264,7 @@ def test_stall_beyond_request_timeout(llm_server: ScriptedLLMServer) -> None:
 
 def test_stall_midway_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
     llm_server.enqueue(fake.text("First words, then nothing.", chunk_size=12, delay=5))
+    _load_litellm()
     started = time.monotonic()
     with pytest.raises(LLMTimeoutError, match="stalled") as info:
         run(make_llm(llm_server, request_timeout=1.0))
@@ -276,22 +282,26 @@ def test_cut_inside_tool_call_arguments_is_a_cut_reply(llm_server: ScriptedLLMSe
 def test_lone_surrogates_in_the_stream_become_replacement_characters(
     llm_server: ScriptedLLMServer,
 ) -> None:
-    llm_server.enqueue(fake.tool_call("x = 1", text="half \ud83d pair", call_id="c\udc00"))
+    llm_server.enqueue(fake.tool_call("x = '\udc00'", text="half \ud83d pair"))
     pieces: list[str] = []
     reply = run(make_llm(llm_server), tools=TOOLS, on_text=pieces.append)
     assert reply.text == "half \ufffd pair" == "".join(pieces)
-    assert reply.tool_calls[0].arguments.encode("utf-8")
+    assert parse_tool_arguments(reply.tool_calls[0].arguments)["code"] == "x = '\ufffd'"
+
+
+class _Card(TypedDict, total=False):
+    card_id: Required[Annotated[str, PropertyInfo(alias="cardID")]]
+
+
+class _Wallet(TypedDict, total=False):
+    cards: list[_Card]
 
 
 def test_request_body_skips_the_sdks_no_op_transform() -> None:
     """The openai SDK's per-message walk of the request body is skipped for chat
     completions (nothing in them is renamed), and still runs for types that rename keys."""
-    from typing import Annotated
-
-    from openai._utils._transform import PropertyInfo
     from openai.resources.chat.completions import completions
     from openai.types.chat import completion_create_params as params
-    from typing_extensions import Required, TypedDict
 
     from oi_kernel import llm as llm_module
 
@@ -299,18 +309,11 @@ def test_request_body_skips_the_sdks_no_op_transform() -> None:
     transform = completions.async_maybe_transform
     assert getattr(transform, "_oi_skips_noop", False)
     assert not llm_module._type_transforms(params.CompletionCreateParamsStreaming)
-
-    class Card(TypedDict, total=False):
-        card_id: Required[Annotated[str, PropertyInfo(alias="cardID")]]
-
-    class Wallet(TypedDict, total=False):
-        cards: list[Card]
-
-    assert llm_module._type_transforms(Wallet)
+    assert llm_module._type_transforms(_Wallet)
     body = {"messages": MESSAGES, "model": "m", "stream": True}
     sent = asyncio.run(transform(body, params.CompletionCreateParamsStreaming))
     assert sent == body and sent["messages"] is MESSAGES
-    renamed = asyncio.run(transform({"cards": [{"card_id": "1"}]}, Wallet))
+    renamed = asyncio.run(transform({"cards": [{"card_id": "1"}]}, _Wallet))
     assert renamed == {"cards": [{"cardID": "1"}]}
 
 

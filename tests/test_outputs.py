@@ -222,6 +222,26 @@ def test_memory_bound_on_one_endless_line() -> None:
     assert collector.dropped_chars > 990_000
 
 
+@pytest.mark.parametrize("line", ["", "\n"], ids=["one line", "many lines"])
+def test_one_huge_message_costs_little_extra_memory(line: str) -> None:
+    """A child that prints 20 MB at once sends it as one message: taking it in must not
+    copy it (the wrapper kernel's memory would grow by several times the output)."""
+    import tracemalloc
+
+    text = ("z" * 999 + line) * 20_000
+    collector = OutputCollector(max_chars=100_000)
+    tracemalloc.start()
+    try:
+        collector.add("stream", {"name": "stdout", "text": text})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000, peak
+    [output] = collector.outputs
+    assert len(output["text"]) < 100_000 + 8192 + 100  # head + tail + the unfinished line
+    assert collector.dropped_chars >= len(text) - 100_000 - 8192
+
+
 def test_dropped_chars_survive_a_clear() -> None:
     collector = collect([out("z" * 500), clear(False), out("ok\n")], max_chars=100)
     assert collector.dropped_chars >= 400
