@@ -122,6 +122,7 @@ def bwrap_argv(
     hidden: Sequence[tuple[str, bool]] = (),
     extra_hidden_dirs: Sequence[str] = (),
     empty_file: str = "",
+    readonly: Sequence[str] = (),
 ) -> list[str]:
     """bwrap and its confinement flags, ending with ``--`` (the command follows).
 
@@ -133,6 +134,8 @@ def bwrap_argv(
     """
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--tmpfs", "/tmp", "--tmpfs", "/run"]
+    for path in readonly:  # the Python installation, when it lives under /tmp or /run
+        argv += ["--ro-bind", path, path]
     argv += ["--bind", workspace, workspace, "--bind", private_dir, private_dir]
     for path in extra_hidden_dirs:
         argv += ["--tmpfs", path]
@@ -142,6 +145,26 @@ def bwrap_argv(
     argv += ["--die-with-parent", "--new-session", "--unsetenv", "JPY_PARENT_PID"]
     argv += ["--chdir", workspace, "--"]
     return argv
+
+
+_MASKED = ("/tmp", "/run")
+
+
+def masked_runtime_paths(extra: Sequence[str] = ()) -> list[str]:
+    """Directories the child's Python needs that the private /tmp and /run would hide
+    (a virtual environment or checkout under /tmp, as CI clones often are)."""
+    import oi_kernel
+
+    candidates = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+                  os.path.dirname(os.path.dirname(os.path.abspath(oi_kernel.__file__))),
+                  *sys.path, *extra]
+    found: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in candidates if p}, key=len):
+        if not os.path.isdir(path) or not any(path.startswith(m + "/") for m in _MASKED):
+            continue
+        if not any(path == f or path.startswith(f + "/") for f in found):
+            found.append(path)
+    return found
 
 
 def child_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -233,6 +256,7 @@ def write_child_spec(
             hidden_paths(home),
             [runtime] if os.path.isdir(runtime) else [],
             str(empty),
+            masked_runtime_paths([base.resource_dir]),
         )
         argv = prefix + argv
         interrupt_mode = "message"

@@ -421,3 +421,16 @@ def test_sandbox_magic_turns_it_off_and_on(oi, home):
     again = oi.execute("%sandbox on")  # no change: no restart
     assert "**on**" in again.text and "restarted" not in again.text
     assert py(oi, "print(kept_on)").strip() == "1"
+
+
+def test_a_python_installation_under_tmp_is_bound_back_read_only(tmp_path):
+    """A virtual environment under /tmp (CI clones often live there) must stay visible
+    inside the sandbox's private /tmp, read-only, before the workspace is bound."""
+    venv = tmp_path / "venv" / "lib"
+    venv.mkdir(parents=True)
+    found = sandbox.masked_runtime_paths([str(venv)])
+    assert any(str(venv.resolve()).startswith(p) for p in found)
+    argv = sandbox.bwrap_argv("bwrap", "/work/ws", "/tmp/oi-x", readonly=found)
+    ro = argv.index(found[0]) - 1
+    assert argv[ro] == "--ro-bind"
+    assert argv.index("--tmpfs") < ro < argv.index("--bind")
