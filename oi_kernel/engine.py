@@ -234,10 +234,8 @@ class Engine(LoggingConfigurable):
 
     @default("context_budget")
     def _context_budget_default(self) -> int:
-        try:
-            return max(0, int(os.environ.get("OI_CONTEXT_BUDGET", "0")))
-        except ValueError:
-            return 0
+        return config.env_int("OI_CONTEXT_BUDGET", 0, minimum=0,
+                              help=Engine.context_budget.help)
 
     reply_reserve = Integer(
         4096, config=True, help="Tokens kept free for the reply when the budget is automatic."
@@ -273,6 +271,7 @@ class Engine(LoggingConfigurable):
         self.approver = approver
         self.messages: list[dict[str, Any]] = []
         self._turn_starts: list[int] = []  # index in messages of each turn's instruction
+        self._last_logged: list[dict[str, Any]] = []  # the previous request, as logged
         self.turns: list[Turn] = []
         self.usage = Usage()
         # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
@@ -354,12 +353,12 @@ class Engine(LoggingConfigurable):
         self._check_instruction(instruction)
         if notice := getattr(self.llm, "take_notice", lambda: "")():
             emit(Notice(notice))
+        note = await self._namespace_note()  # before the turn exists: an interrupt here is clean
         turn = Turn(index=len(self.turns) + 1, instruction=instruction)
         self.turns.append(turn)
         self._log("turn_start", turn=turn.index, instruction=instruction)
         self._turn_starts.append(len(self.messages))
-        content = instruction + await self._namespace_note()
-        self.messages.append({"role": "user", "content": content})
+        self.messages.append({"role": "user", "content": instruction + note})
         run_all = False
         try:
             for call in range(1, self.max_steps + 1):
@@ -451,6 +450,16 @@ class Engine(LoggingConfigurable):
             emit(TurnDone(turn))
         return turn
 
+    def _request_messages(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The request's messages for the log: only the new ones when the request extends the
+        previous one (``messages_before`` of them are as logged before), so a long session's
+        log grows linearly, not quadratically; the full list after any condensing."""
+        before = self._last_logged
+        self._last_logged = list(messages)
+        if before and len(before) <= len(messages) and messages[: len(before)] == before:
+            return {"messages_before": len(before), "messages": messages[len(before):]}
+        return {"messages_before": 0, "messages": messages}
+
     async def _ask(
         self, turn: Turn, call: int, emit: EventSink
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
@@ -463,8 +472,8 @@ class Engine(LoggingConfigurable):
             turn=turn.index,
             step=call,
             model=self.llm.model,
-            messages=messages,
             tools=use_tools,
+            **self._request_messages(messages),
         )
         try:
             reply = await self.llm.stream(
@@ -656,6 +665,8 @@ class Engine(LoggingConfigurable):
             return
         record.status = result.status
         record.outputs = result.outputs
+        if result.status == "died" and emit is not None:
+            emit(Notice(result.message, "error"))  # the user sees it too, not only the model
         from .outputs import outputs_to_text
         from .redact import redact, secret_values_from_env
 

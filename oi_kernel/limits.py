@@ -65,12 +65,11 @@ def launcher_argv(memory: int, argv: Sequence[str], python: str = sys.executable
 
 
 def env_number(name: str, default: float = 0) -> float:
-    """A non-negative number from the environment; ``default`` when unset or not a number."""
-    try:
-        value = float(os.environ.get(name, "").strip() or default)
-    except ValueError:
-        return default
-    return value if value >= 0 else default
+    """A non-negative number from the environment; ``default`` (with a warning shown in the
+    next cell) when it is not one."""
+    from .config import env_float
+
+    return env_float(name, default, minimum=0, help="A number of at least 0 (0 = off).")
 
 
 # ------------------------------------------------------------------ step timeout

@@ -189,6 +189,13 @@ class OIMagics(Magics):
             raise UsageError("--max-steps must be at least 1 (it counts LLM calls).")
         if self._running:
             raise UsageError("%%oi cannot run inside another %%oi instruction.")
+        from . import config
+
+        for obj in (self.engine, self.engine.llm):
+            obj.trait_values(config=True)  # evaluates the environment defaults now
+        if problems := config.take_warnings():
+            print("Configuration problems (the defaults are used instead):\n"
+                  + "".join(f"- {p}\n" for p in problems), file=sys.stderr)
         try:
             _ = self.session_log
         except OIError as exc:  # e.g. the log directory is not writable

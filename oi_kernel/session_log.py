@@ -238,3 +238,17 @@ def read_log(path: str | Path) -> list[dict[str, Any]]:
     if serious:
         warnings.warn(f"{path}: " + "; ".join(serious), stacklevel=2)
     return records
+
+
+def llm_requests(records: list[dict]) -> list[list[dict]]:
+    """The message lists of every ``llm_request`` in ``records``, rebuilt whole from the
+    incremental form (``messages_before`` + new ``messages``)."""
+    requests: list[list[dict]] = []
+    previous: list[dict] = []
+    for record in records:
+        if record.get("event") != "llm_request":
+            continue
+        before = int(record.get("messages_before") or 0)
+        previous = previous[:before] + list(record.get("messages") or [])
+        requests.append(previous)
+    return requests

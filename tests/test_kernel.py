@@ -153,6 +153,7 @@ def test_child_death_is_reported_and_child_restarts(oi, _server):
     started = time.monotonic()
     result = oi.execute("crash python", timeout=30)
     assert time.monotonic() - started < 10
+    assert "The child kernel died" in result.text and "restarts on the next cell" in result.text
     assert "died" in sent_tool_results(_server.requests[1])[0]
     after = oi.execute("%%python\nprint('kept' in dir())")
     assert after.stdout == "False\n"
@@ -256,3 +257,23 @@ def test_no_orphans_after_kernel_is_killed(_server, tmp_path):
         assert not alive, f"orphaned: {alive}"
     finally:
         ks.kc.stop_channels()
+
+
+def test_log_rebuilds_every_request_the_llm_received(oi, _server):
+    """llm_request events store only what is new; together they give back every request."""
+    from oi_kernel.session_log import llm_requests, read_log
+
+    for i in range(3):
+        _server.enqueue(S.tool_call(f"print({i})"), S.text(f"done {i}"))
+        oi.execute(f"step {i}")
+    path = oi.execute("%log").text.split("`")[1]
+    records = read_log(path)
+    rebuilt = llm_requests(records)[-6:]
+    sent = [body["messages"] for body in _server.requests]
+
+    def essence(messages: list[dict]) -> list[tuple]:  # litellm may reshape empty fields
+        return [(m["role"], m.get("content") or "", m.get("tool_call_id")) for m in messages]
+
+    assert [essence(r) for r in rebuilt] == [essence(m) for m in sent]
+    last = [r for r in records if r["event"] == "llm_request"][-1]
+    assert last["messages_before"] > 0 and len(last["messages"]) < len(rebuilt[-1])
