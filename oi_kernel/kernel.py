@@ -157,6 +157,7 @@ class OIKernel(Kernel):
         self._instructions: list[tuple[int, str]] = []
         self._session_log: Any = None
         self._last_payload: list[dict[str, Any]] = []
+        self._llm_warming = False
 
     # ------------------------------------------------------------------ set-up
     def _setup_comms(self) -> None:
@@ -189,7 +190,37 @@ class OIKernel(Kernel):
         self._loop = asyncio.get_running_loop()
         task = self.child.start_soon()
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # reported on use
-        warm_up()
+        self.io_loop.call_later(1.0, self._warm_up_llm)  # if no kernel_info_request came
+
+    def _warm_up_llm(self) -> None:
+        """Start importing litellm in the background, once: ``warm_up()`` waits for the
+        import to finish if called again while it runs."""
+        if not self._llm_warming:
+            self._llm_warming = True
+            warm_up()
+
+    async def kernel_info_request(self, stream: Any, ident: Any, parent: dict[str, Any]) -> None:
+        """Reply first, then import litellm in the background: the import holds the GIL for
+        seconds, and the first cell would wait on it (benchmarks/startup.py)."""
+        await super().kernel_info_request(stream, ident, parent)
+        self._warm_up_llm()
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        """The base class's reply without the "debugger" feature: the wrapper has no
+        debugger (its kernelspec says so), and checking for debugpy imports it, ~0.16 s
+        of every start-up (benchmarks/startup.py)."""
+        from ipykernel import kernel_protocol_version
+
+        return {
+            "protocol_version": kernel_protocol_version,
+            "implementation": self.implementation,
+            "implementation_version": self.implementation_version,
+            "language_info": self.language_info,
+            "banner": self.banner,
+            "help_links": self.help_links,
+            "supported_features": ["kernel subshells"] if self._supports_kernel_subshells else [],
+        }
 
     def set_parent(self, ident: Any, parent: Any, channel: str = "shell") -> None:
         """Give ``print`` in the wrapper the request's parent (else frontends drop it)."""

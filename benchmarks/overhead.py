@@ -1,0 +1,316 @@
+"""Section 1: execution overhead of a direct cell, and where the time goes.
+
+Round trip = ``execute_request`` sent until both ``execute_reply`` and the ``idle``
+status arrived, measured by a jupyter_client blocking client. ``%%python\\n1+1`` on the
+Open Interpreter kernel against ``1+1`` on a plain python3 kernel, interleaved (the order
+alternates every pair) so machine load hits both alike.
+
+The breakdown runs the wrapper under ``benchmarks.traced_kernel`` (stamps at each hop,
+``time.time()`` on the same machine clock as the client and the child's header dates)
+and under cProfile (main thread), in separate kernels so neither perturbs the ratio.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import pstats
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    OI_KERNEL,
+    PLAIN_KERNEL,
+    REPO,
+    BenchKernel,
+    SectionResult,
+    Summary,
+    llm_server,
+    ms,
+    oi_env,
+    ratio,
+    scratch_dir,
+    settle,
+    verdict,
+)
+
+OI_CELL = "%%python\n1+1"
+PLAIN_CELL = "1+1"
+TARGET = 1.25
+
+# (phase, start label, end label): labels from traced_kernel, the child's header dates
+# (CHILD_*) and the client (client_*); each phase is the median over the traced runs.
+PHASES = [
+    ("client -> wrapper main thread", "client_sent", "main_thread_has_request"),
+    (
+        "wrapper: busy, execute_input, do_execute until sent",
+        "main_thread_has_request",
+        "sent_to_child",
+    ),
+    ("wrapper -> child starts (child busy date)", "sent_to_child", "CHILD_status_busy"),
+    ("child runs the cell (busy -> idle dates)", "CHILD_status_busy", "CHILD_status_idle"),
+    ("child idle -> wrapper has reply and idle", "CHILD_status_idle", "child_done_arrived"),
+    ("wrapper: rest of do_execute (session log)", "child_done_arrived", "do_execute_end"),
+    (
+        "wrapper: do_execute end -> execute_reply sent",
+        "do_execute_end",
+        "wrapper_sent_execute_reply",
+    ),
+    (
+        "wrapper: execute_reply -> idle sent",
+        "wrapper_sent_execute_reply",
+        "wrapper_sent_status_idle",
+    ),
+    ("wrapper idle sent -> client has all", "wrapper_sent_status_idle", "client_done"),
+]
+PLAIN_PHASES = [
+    ("client -> kernel busy (date)", "client_sent", "CHILD_status_busy"),
+    ("kernel runs the cell (busy -> idle dates)", "CHILD_status_busy", "CHILD_status_idle"),
+    ("kernel idle -> client has all", "CHILD_status_idle", "client_done"),
+]
+
+
+def interleaved(oi: BenchKernel, plain: BenchKernel, runs: int) -> tuple[list[float], list[float]]:
+    """Round trips of both kernels, alternating which goes first in each pair."""
+    ours: list[float] = []
+    base: list[float] = []
+    for i in range(runs):
+        pair = [(oi, OI_CELL, ours), (plain, PLAIN_CELL, base)]
+        if i % 2:
+            pair.reverse()
+        for kernel, cell, out in pair:
+            out.append(kernel.run_ok(cell).elapsed)
+    return ours, base
+
+
+def warm(kernel: BenchKernel, cell: str, n: int) -> None:
+    kernel.run_ok(cell, timeout=180)
+    settle(kernel.pid)  # the wrapper imports litellm in the background after start
+    for _ in range(n):
+        kernel.run_ok(cell)
+
+
+def measure_ratio(runs: int, warmup: int) -> dict[str, Any]:
+    with llm_server() as server, scratch_dir() as tmp:
+        env = oi_env(server.url, str(tmp / "logs"))
+        with (
+            BenchKernel(OI_KERNEL, env, cwd=str(tmp)) as oi,
+            BenchKernel(PLAIN_KERNEL, cwd=str(tmp)) as plain,
+        ):
+            warm(oi, OI_CELL, warmup)
+            warm(plain, PLAIN_CELL, warmup)
+            ours, base = interleaved(oi, plain, runs)
+    return {"ours": ours, "base": base}
+
+
+# ----------------------------------------------------------------------------- breakdown
+def traced_kernelspec(root: Path) -> Any:
+    """A kernelspec manager whose only kernel runs the wrapper through traced_kernel."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    kdir = root / "kernels" / "oi-traced"
+    kdir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "benchmarks.traced_kernel", "-f", "{connection_file}"],
+        "display_name": "Open Interpreter (traced)",
+        "language": "markdown",
+        "interrupt_mode": "signal",
+    }
+    (kdir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
+    return KernelSpecManager(kernel_dirs=[str(root / "kernels")])
+
+
+def _timelines(trace: dict[str, Any], runs: list[tuple[str, float, float]]) -> list[dict]:
+    """Per request: label -> time (first occurrence), from wrapper stamps, child dates, client."""
+    stamps: dict[str, dict[str, float]] = collections.defaultdict(dict)
+    for t, label, mid in trace.get("trace", []):
+        stamps[mid].setdefault(label, t)
+    for mid, kind, state, date in trace.get("child_dates", []):
+        stamps[mid].setdefault(f"CHILD_{kind}{'_' + state if state else ''}", date)
+    out = []
+    for mid, sent, elapsed in runs:
+        s = dict(stamps.get(mid, {}))
+        s["client_sent"], s["client_done"] = sent, sent + elapsed
+        arrived = [
+            s[k] for k in ("child_status_idle_arrived", "child_execute_reply_arrived") if k in s
+        ]
+        if len(arrived) == 2:
+            s["child_done_arrived"] = max(arrived)
+        out.append(s)
+    return out
+
+
+def phase_table(timelines: list[dict], phases: list[tuple[str, str, str]]) -> list[dict]:
+    rows = []
+    for name, start, end in phases:
+        values = [t[end] - t[start] for t in timelines if start in t and end in t]
+        s = Summary.of(values)
+        rows.append({"phase": name, "median_s": s.median, "p90_s": s.p90, "n": s.n})
+    return rows
+
+
+def measure_breakdown(runs: int, warmup: int) -> dict[str, Any]:
+    """Phase medians for the traced wrapper and for a plain kernel (header dates only)."""
+    with llm_server() as server, scratch_dir() as tmp:
+        ksm = traced_kernelspec(tmp)
+        trace_file = tmp / "trace.json"
+        env = oi_env(
+            server.url, str(tmp / "logs"), OI_BENCH_TRACE=str(trace_file), PYTHONPATH=str(REPO)
+        )
+        oi_runs: list[tuple[str, float, float]] = []
+        plain_lines: list[dict] = []
+        with (
+            BenchKernel("oi-traced", env, cwd=str(tmp), kernel_spec_manager=ksm) as oi,
+            BenchKernel(PLAIN_KERNEL, cwd=str(tmp)) as plain,
+        ):
+            warm(oi, OI_CELL, warmup)
+            warm(plain, PLAIN_CELL, warmup)
+            for _ in range(runs):
+                r = oi.run_ok(OI_CELL)
+                oi_runs.append((r.reply["parent_header"]["msg_id"], r.sent_at, r.elapsed))
+                plain_lines.append(_plain_timeline(plain))
+        trace = json.loads(trace_file.read_text()) if trace_file.exists() else {}
+    return {
+        "oi": phase_table(_timelines(trace, oi_runs), PHASES),
+        "plain": phase_table(plain_lines, PLAIN_PHASES),
+        "traced": bool(trace),
+    }
+
+
+def _plain_timeline(kernel: BenchKernel) -> dict[str, float]:
+    """One plain round trip: client stamps and the kernel's busy/idle header dates."""
+    s: dict[str, float] = {}
+
+    def grab(msg: dict[str, Any], _arrival: float) -> None:
+        if msg["header"]["msg_type"] == "status":
+            state = msg["content"]["execution_state"]
+            s[f"CHILD_status_{state}"] = msg["header"]["date"].timestamp()
+
+    run = kernel.run_ok(PLAIN_CELL, on_message=grab)
+    s["client_sent"], s["client_done"] = run.sent_at, run.sent_at + run.elapsed
+    return s
+
+
+# Functions whose cumulative (active) time per request the report lists, by name suffix.
+PROFILE_KEYS = [
+    ("ipykernel: dispatch_shell (whole request, our handler included)", "(dispatch_shell)"),
+    ("ipykernel: execute_request", "(execute_request)"),
+    ("OIKernel.do_execute", "kernel.py", "(do_execute)"),
+    ("ChildKernel.send (request to the child)", "child.py", "(send)"),
+    ("ChildKernel._read_iopub (child output in, forwarded)", "(_read_iopub)"),
+    ("ChildKernel._read_shell (child reply in)", "(_read_shell)"),
+    ("jupyter_client Session.send (all messages out)", "session.py", "(send)"),
+    ("jupyter_client Session.deserialize (all messages in)", "(deserialize)"),
+    ("  of which extract_dates (header date parsing)", "(extract_dates)"),
+    ("ipykernel OutStream.flush (waits for the IOPub thread)", "iostream.py", "(flush)"),
+    ("SessionLog.write (direct cell record)", "session_log.py", "(write)"),
+]
+
+
+def measure_profile(
+    runs: int, warmup: int, cell: str = OI_CELL, keys: list[tuple[str, ...]] | None = None
+) -> dict[str, Any]:
+    """cProfile of the wrapper's main thread over ``runs`` executions of ``cell`` (after
+    ``warmup`` of ``OI_CELL``), per request."""
+    with llm_server() as server, scratch_dir() as tmp:
+        ksm = traced_kernelspec(tmp)
+        prof = tmp / "wrapper.prof"
+        env = oi_env(
+            server.url,
+            str(tmp / "logs"),
+            OI_BENCH_PROFILE=str(prof),
+            OI_BENCH_PROFILE_AFTER=str(warmup + 1),
+            PYTHONPATH=str(REPO),
+        )
+        with BenchKernel("oi-traced", env, cwd=str(tmp), kernel_spec_manager=ksm) as oi:
+            warm(oi, OI_CELL, warmup)
+            for _ in range(runs):
+                oi.run_ok(cell, timeout=600)
+        if not prof.exists():
+            return {}
+        stats = pstats.Stats(str(prof)).stats  # type: ignore[attr-defined]
+    idle = sum(tt for (f, _l, fn), (_c, _n, tt, _ct, _cl) in stats.items() if "epoll" in fn)
+    total = sum(tt for (_c, _n, tt, _ct, _cl) in stats.values())
+    own = [
+        {"function": f"{Path(f).name}:{line}({fn})", "calls": nc / runs, "own_s": tt / runs}
+        for (f, line, fn), (_cc, nc, tt, _ct, _cl) in stats.items()
+        if "epoll" not in fn
+    ]
+    own.sort(key=lambda r: r["own_s"], reverse=True)
+    keyed = []
+    for label, *parts in PROFILE_KEYS if keys is None else keys:
+        cum = sum(
+            ct
+            for (f, line, fn), (_cc, _nc, _tt, ct, _cl) in stats.items()
+            if all(part in f"{f}:{line}({fn})" for part in parts)
+        )
+        keyed.append({"what": label, "cumulative_s": cum / runs})
+    return {"active_s": (total - idle) / runs, "own": own[:12], "keys": keyed, "runs": runs}
+
+
+# ----------------------------------------------------------------------------- section
+def run(quick: bool = False) -> SectionResult:
+    runs, warmup = (20, 3) if quick else (300, 30)
+    result = SectionResult("1. Execution overhead")
+    data = measure_ratio(runs, warmup)
+    ours, base = Summary.of(data["ours"]), Summary.of(data["base"])
+    r_med, r_p90 = ratio(ours.median, base.median), ratio(ours.p90, base.p90)
+    result.add(
+        f"`%%python 1+1` round trip, median ({ours.n} runs each, interleaved)",
+        ms(ours.median),
+        ms(base.median) + " (`1+1`, python3)",
+        f"{r_med:.2f}x",
+        f"<= {TARGET}x",
+        verdict(r_med, TARGET),
+    )
+    result.add("same, p90", ms(ours.p90), ms(base.p90), f"{r_p90:.2f}x")
+    result.data["ratio"] = {"ours": ours.__dict__, "base": base.__dict__}
+
+    breakdown = measure_breakdown(max(10, runs // 3), warmup)
+    result.data["breakdown"] = breakdown
+    result.notes.append(_breakdown_markdown(breakdown))
+    profile = measure_profile(max(10, runs // 3), warmup)
+    result.data["profile"] = profile
+    if profile:
+        result.notes.append(_profile_markdown(profile))
+    return result
+
+
+def _breakdown_markdown(b: dict[str, Any]) -> str:
+    lines = [
+        "Where one round trip goes (medians of per-request phases; wrapper stamps "
+        "from `benchmarks/traced_kernel.py`, the child's and plain kernel's header dates, "
+        "one machine clock):",
+        "",
+        "| phase | OI kernel median | p90 |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {r['phase']} | {ms(r['median_s'])} | {ms(r['p90_s'])} |" for r in b["oi"]]
+    lines += ["", "| phase (plain python3 kernel) | median | p90 |", "|---|---|---|"]
+    lines += [f"| {r['phase']} | {ms(r['median_s'])} | {ms(r['p90_s'])} |" for r in b["plain"]]
+    return "\n".join(lines)
+
+
+def _profile_markdown(p: dict[str, Any], what: str = "") -> str:
+    lines = [
+        f"cProfile of the wrapper's main thread{what} ({p['runs']} requests; cProfile slows Python "
+        f"code down, so compare rows with each other): active (not waiting) "
+        f"{ms(p['active_s'])} per request.",
+        "",
+        "| where (cumulative, per request) | time |",
+        "|---|---|",
+    ]
+    lines += [f"| {r['what']} | {r['cumulative_s'] * 1e6:.0f} µs |" for r in p["keys"]]
+    lines += ["", "| top functions by own time | calls/request | own time/request |"]
+    lines += ["|---|---|---|"]
+    lines += [
+        f"| `{r['function']}` | {r['calls']:.1f} | {r['own_s'] * 1e6:.0f} µs |" for r in p["own"]
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from benchmarks.run_all import print_section
+
+    print_section(run(quick="--quick" in sys.argv))
