@@ -117,15 +117,6 @@ EMPTY_REPLY_NOTICE = (
 EventSink = Callable[[Event], None]
 
 
-def _env_flag(name: str) -> bool | None:
-    value = os.environ.get(name, "").strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    return None
-
-
 class Engine(LoggingConfigurable):
     """The conversation and its turn loop."""
 
@@ -176,6 +167,37 @@ class Engine(LoggingConfigurable):
     def _check_max_steps(self, change: dict[str, Any]) -> None:
         if change["new"] < 1:
             raise OIError("max_steps must be at least 1 (it counts LLM calls per instruction).")
+
+    small_model_max_steps = Integer(
+        3,
+        config=True,
+        help="Most LLM calls for one instruction with a small local model (local/...): its "
+        "first try and the retries after an error or missing output (the lower of this and "
+        "max_steps applies). Env: OI_SMALL_MODEL_MAX_STEPS.",
+    )
+
+    @default("small_model_max_steps")
+    def _small_model_max_steps_default(self) -> int:
+        help_text = self.traits()["small_model_max_steps"].help
+        return config.env_int("OI_SMALL_MODEL_MAX_STEPS", 3, minimum=1, help=help_text)
+
+    small_model_examples = Integer(
+        3,
+        config=True,
+        help="Worked examples sent to a small local model with each request (those closest "
+        "to the instruction, from prompts.SMALL_EXAMPLES); 0: none.",
+    )
+
+    def step_limit(self) -> int:
+        """LLM calls allowed for one instruction with the current model."""
+        if getattr(self.llm, "is_small_model", False):
+            return max(1, min(self.max_steps, self.small_model_max_steps))
+        return self.max_steps
+
+    def _step_limit_setting(self) -> str:
+        if self.step_limit() < self.max_steps:
+            return "OI_SMALL_MODEL_MAX_STEPS / c.Engine.small_model_max_steps"
+        return "OI_MAX_STEPS / c.Engine.max_steps"
 
     step_timeout = Float(
         config=True,
@@ -311,8 +333,23 @@ class Engine(LoggingConfigurable):
             base=self.system_message,
         )
         messages = [{"role": "system", "content": system}, *self.messages]
-        return fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
-                            protect_from=self._protect_from())
+        fitted = fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
+                              protect_from=self._protect_from())
+        return self._with_small_model_examples(fitted)
+
+    def _with_small_model_examples(self, request: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """For small models (with the built-in prompt): worked examples close to the current
+        instruction, as user/assistant pairs just before it (the tail is never cut)."""
+        if not (getattr(self.llm, "is_small_model", False) and self._turn_starts
+                and not self.system_message.strip()):
+            return request
+        start = self._turn_starts[-1]
+        if start >= len(self.messages):
+            return request
+        at = len(request) - (len(self.messages) - start)
+        instruction = self.turns[-1].instruction if self.turns else ""
+        examples = prompts.small_model_examples(instruction, self.small_model_examples)
+        return [*request[:at], *examples, *request[at:]]
 
     def budget_tokens(self) -> int:
         """The context budget for the next request, in tokens."""
@@ -361,7 +398,7 @@ class Engine(LoggingConfigurable):
         self.messages.append({"role": "user", "content": instruction + note})
         run_all = False
         try:
-            for call in range(1, self.max_steps + 1):
+            for call in range(1, self.step_limit() + 1):
                 if notice := self._cap_notice(turn):
                     turn.end_reason = "cap"
                     emit(Notice(notice, "warning"))
@@ -384,8 +421,8 @@ class Engine(LoggingConfigurable):
                 turn.end_reason = "max_steps"
                 emit(
                     Notice(
-                        f"Stopped after {self.max_steps} LLM calls (the step cap). Say 'continue' "
-                        "to go on, or raise it with OI_MAX_STEPS / c.Engine.max_steps.",
+                        f"Stopped after {self.step_limit()} LLM calls (the step cap). Say "
+                        f"'continue' to go on, or raise it with {self._step_limit_setting()}.",
                         "warning",
                     )
                 )
@@ -671,8 +708,12 @@ class Engine(LoggingConfigurable):
         from .redact import redact, secret_values_from_env
 
         text = result.message or outputs_to_text(result.outputs, max_chars=self.max_output_chars)
+        small = getattr(self.llm, "is_small_model", False)
+        if small and not result.message:  # the failing line and the error, not the traceback
+            text = prompts.small_model_output_text(result.outputs, block.code,
+                                                   self.max_output_chars)
         text = redact(text, [*self.llm.secrets(), *secret_values_from_env()])  # before the LLM
-        record.feedback = prompts.step_feedback(result.status, text, flags, block.code)
+        record.feedback = prompts.step_feedback(result.status, text, flags, block.code, small)
         self._log_execution(turn, record, block)
 
     async def _run_with_timeout(self, block: CodeBlock) -> ExecResult | None:
@@ -742,13 +783,16 @@ class Engine(LoggingConfigurable):
 
 def _small_model_done(llm: Any, turn: Turn, new_steps: int) -> bool:
     """Small models cannot tell when a task is done (shown its output, SmolLM2 writes more
-    code): for them, a reply whose code all ran without error ends the turn. An error is
-    fed back so the model can fix it, unless it just repeated code that already ran in this
-    turn (with greedy decoding it would repeat it until the step cap)."""
+    code): for them, a reply whose code all ran without error and showed output ends the
+    turn. An error or a silent run is fed back so the model can fix it, unless it just
+    repeated code that already ran in this turn (with greedy decoding it would repeat it
+    until the step cap)."""
     if not getattr(llm, "is_small_model", False) or new_steps == 0:
         return False
     new, earlier = turn.steps[-new_steps:], turn.steps[:-new_steps]
-    if all(step.status == "ok" for step in new):
+    if all(step.status == "ok" for step in new) and not any(
+        prompts.shows_no_result(step.feedback) for step in new
+    ):
         return True
     tried = {step.block.code.strip() for step in earlier}
     return any(step.block.code.strip() in tried for step in new)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 import platform
+import re
 from collections.abc import Sequence
+from typing import Any
 
 TOOL_NAME = "execute"
 
@@ -35,18 +37,145 @@ _HOW_MARKDOWN = (
 )
 
 _SMALL = """\
-You write one short Python code block that does the task and prints the result.
-Rules: one ```python block; print the answer; do not define functions; no explanations.
+You write one short Python code block that does the task and prints the result. \
+Do not define functions."""
 
-Task: add 17 and 25
-```python
-print(17 + 25)
-```
+# Worked examples for small models, sent as earlier user/assistant turns: the few that share
+# the most words with the instruction (see ``small_model_examples``). A 135M model mostly
+# copies the pattern of a close example, so the bank covers common one-line operations, and
+# every value in an example's code appears as written in its task (``range(1, 10 + 1)``, not
+# ``range(1, 11)``): the model then only has to swap in the values of the user's task.
+SMALL_EXAMPLES: tuple[tuple[str, str], ...] = (
+    # arithmetic
+    ("What is 7 times 8 plus 3?", "print(7 * 8 + 3)"),
+    ("Multiply 25 by 4.", "print(25 * 4)"),
+    ("Divide 81 by 9.", "print(81 / 9)"),
+    ("What is 3 to the power of 4?", "print(3 ** 4)"),
+    ("What is 6 squared?", "print(6 ** 2)"),
+    ("Subtract 13 from 29.", "print(29 - 13)"),
+    ("What is 17 mod 5?", "print(17 % 5)"),
+    ("Integer-divide 17 by 5.", "print(17 // 5)"),
+    ("Add 15, 25 and 35.", "print(15 + 25 + 35)"),
+    ("What is the mean of 2, 4 and 9?", "print((2 + 4 + 9) / 3)"),
+    ("What is 12 percent of 250?", "print(250 * 12 / 100)"),
+    ("Compute the square root of 144.", "import math\nprint(math.sqrt(144))"),
+    ("Round 3.14159 to 2 decimal places.", "print(round(3.14159, 2))"),
+    ("What is the absolute value of -8?", "print(abs(-8))"),
+    # strings
+    ("Make 'data science' upper case.", "print('data science'.upper())"),
+    ("Convert 'SHOUT' to lower case.", "print('SHOUT'.lower())"),
+    ("Capitalize every word in 'new york city'.", "print('new york city'.title())"),
+    ("What is the length of the string 'keyboard'?", "print(len('keyboard'))"),
+    ("Remove the spaces around '  hi  '.", "print('  hi  '.strip())"),
+    ("Replace 'cat' with 'dog' in 'my cat sleeps'.",
+     "print('my cat sleeps'.replace('cat', 'dog'))"),
+    ("Print the last 4 characters of 'programming'.", "print('programming'[-4:])"),
+    ("Print the first 2 letters of 'window'.", "print('window'[:2])"),
+    ("Split 'one two three' into words.", "print('one two three'.split())"),
+    ("Split 'a;b;c' at each semicolon.", "print('a;b;c'.split(';'))"),
+    ("Join 'x', 'y' and 'z' with commas.", "print(','.join(['x', 'y', 'z']))"),
+    ("Does 'apple' start with 'ap'? Print True or False.", "print('apple'.startswith('ap'))"),
+    ("Reverse the text 'stressed'.", "print('stressed'[::-1])"),
+    ("Write 'drawer' backwards.", "print('drawer'[::-1])"),
+    ("Is 'noon' the same forwards and backwards?", "print('noon' == 'noon'[::-1])"),
+    ("Repeat 'ab' 3 times.", "print('ab' * 3)"),
+    ("Does 'banana' contain 'nan'?", "print('nan' in 'banana')"),
+    # lists
+    ("Sort [8, 3, 6] from largest to smallest.", "print(sorted([8, 3, 6], reverse=True))"),
+    ("Sort the words ['pear', 'fig', 'apple'].", "print(sorted(['pear', 'fig', 'apple']))"),
+    ("What is the biggest value in [4, 9, 2]?", "print(max([4, 9, 2]))"),
+    ("Find the lowest value in [6, 3, 8].", "print(min([6, 3, 8]))"),
+    ("Add up the numbers in [5, 15, 25].", "print(sum([5, 15, 25]))"),
+    ("Get the unique values of [4, 4, 5, 6, 6].", "print(sorted(set([4, 4, 5, 6, 6])))"),
+    ("Add 'd' to the end of ['a', 'b', 'c'].", "items = ['a', 'b', 'c']\nitems.append('d')\nprint(items)"),
+    ("What is the first element of [9, 8, 7]?", "print([9, 8, 7][0])"),
+    ("What is the last item of ['a', 'b', 'c']?", "print(['a', 'b', 'c'][-1])"),
+    ("Double every number in [1, 2, 3].", "print([n * 2 for n in [1, 2, 3]])"),
+    ("Put the list [7, 8, 9] in reverse order.", "print([7, 8, 9][::-1])"),
+    ("How long is the list [4, 5, 6, 7, 8]?", "print(len([4, 5, 6, 7, 8]))"),
+    ("Keep the numbers above 10 in [5, 12, 8, 20].", "print([n for n in [5, 12, 8, 20] if n > 10])"),
+    ("Combine [1, 2] and [3, 4] into one list.", "print([1, 2] + [3, 4])"),
+    ("Where is 8 in [5, 8, 2]? Print its index.", "print([5, 8, 2].index(8))"),
+    # counting
+    ("How many times does 'o' occur in 'foo boo'?", "print('foo boo'.count('o'))"),
+    ("Count the words in 'we like small models'.", "print(len('we like small models'.split()))"),
+    ("How many odd numbers are there from 1 to 9?",
+     "print(len([n for n in range(1, 9 + 1) if n % 2 == 1]))"),
+    ("How many vowels are in 'kernel'?", "print(len([c for c in 'kernel' if c in 'aeiou']))"),
+    ("How many times is 2 in [2, 5, 2, 7]?", "print([2, 5, 2, 7].count(2))"),
+    ("How many numbers from 1 to 30 are multiples of 4?",
+     "print(len([n for n in range(1, 30 + 1) if n % 4 == 0]))"),
+    # sequences
+    ("List the numbers from 1 to 6.", "print(list(range(1, 6 + 1)))"),
+    ("List the odd numbers from 1 to 9.", "print(list(range(1, 9 + 1, 2)))"),
+    ("List the multiples of 5 up to 20.", "print(list(range(5, 20 + 1, 5)))"),
+    ("List the numbers from 9 down to 6.", "print(list(range(9, 6 - 1, -1)))"),
+    ("Print the squares of the numbers 2 to 4.", "print([n ** 2 for n in range(2, 4 + 1)])"),
+    ("Print the first 3 even numbers.", "print([2 * n for n in range(1, 3 + 1)])"),
+    ("Print the first 4 powers of 2.", "print([2 ** n for n in range(1, 4 + 1)])"),
+    ("Add up the numbers from 1 to 10.", "print(sum(range(1, 10 + 1)))"),
+    ("What is 5 factorial?", "import math\nprint(math.factorial(5))"),
+    ("Print the first 6 Fibonacci numbers.",
+     "a, b = 0, 1\nfib = []\nfor _ in range(6):\n    fib.append(a)\n    a, b = b, a + b\nprint(fib)"),
+)
 
-Task: make "hello" upper case
-```python
-print("hello".upper())
-```"""
+_STOP_WORDS = frozenset(
+    "a an and are as at be by do does for from have how i in into is it its me my of on or "
+    "please print show tell that the then there this to what which with".split()
+)
+# Words that name the same operation, mapped to one spelling so a task finds its example.
+_SYNONYMS = {
+    "backward": "reverse", "backwards": "reverse", "reversed": "reverse",
+    "biggest": "max", "largest": "max", "maximum": "max", "highest": "max", "greatest": "max",
+    "smallest": "min", "lowest": "min", "minimum": "min", "least": "min",
+    "total": "sum", "add": "sum", "plus": "sum",
+    "average": "mean", "avg": "mean",
+    "uppercase": "upper", "capital": "upper", "lowercase": "lower",
+    "long": "length", "len": "length", "characters": "length",
+    "occur": "count", "occurs": "count", "appear": "count", "appears": "count", "many": "count",
+    "duplicates": "unique", "distinct": "unique", "deduplicate": "unique",
+    "remainder": "mod", "modulo": "mod",
+    "times": "multiply", "product": "multiply",
+    "ascending": "sort", "descending": "sort", "order": "sort", "sorted": "sort",
+    "palindrome": "reverse", "forwards": "reverse",
+    "title": "capitalize", "capitalise": "capitalize",
+}
+
+
+def _keywords(text: str) -> list[str]:
+    """The words of ``text`` that say what to do, synonyms merged, in order."""
+    words = re.findall(r"[a-z]+", text.lower())
+    return [_SYNONYMS.get(w, w).removesuffix("s") for w in words if w not in _STOP_WORDS]
+
+
+def _shape(text: str) -> tuple[bool, bool, bool]:
+    """What kinds of values a task gives: a list, a quoted string, a number."""
+    return "[" in text, bool(re.search(r"'[^']*'|\"[^\"]*\"", text)), bool(re.search(r"\d", text))
+
+
+def _similarity(instruction: str, wanted: list[str], example: str) -> tuple[int, int, int]:
+    """Shared keywords (the instruction's first one, usually the operation, counts twice);
+    between equals, the same kinds of values (a list is a better model for a list); then
+    the fewest keywords the instruction does not have."""
+    have = set(_keywords(example))
+    shared = len(set(wanted) & have) + (1 if wanted and wanted[0] in have else 0)
+    same_shape = sum(a == b for a, b in zip(_shape(instruction), _shape(example), strict=True))
+    return shared, same_shape, -len(have - set(wanted))
+
+
+def small_model_examples(
+    instruction: str, count: int = 3, skip: int = 0
+) -> list[dict[str, str]]:
+    """The ``count`` worked examples closest to ``instruction`` after the ``skip`` closest,
+    as user/assistant message pairs, the closest last (nearest the instruction)."""
+    wanted = _keywords(instruction)
+    ranked = sorted(SMALL_EXAMPLES, key=lambda ex: _similarity(instruction, wanted, ex[0]),
+                    reverse=True)
+    messages: list[dict[str, str]] = []
+    for task, code in reversed(ranked[skip : skip + count]):
+        messages.append({"role": "user", "content": task})
+        messages.append({"role": "assistant", "content": f"```python\n{code}\n```"})
+    return messages
 
 
 def system_prompt(
@@ -112,12 +241,19 @@ def uncalled_functions(code: str) -> list[str]:
     return [name for name in defined if name not in called]
 
 
-def step_feedback(status: str, output_text: str, flags_text: str = "", code: str = "") -> str:
-    """What the LLM is told after a step ran (or did not)."""
+def step_feedback(
+    status: str, output_text: str, flags_text: str = "", code: str = "", small: bool = False
+) -> str:
+    """What the LLM is told after a step ran (or did not); ``small``: for a small model,
+    which also gets told to write the fixed code after an error."""
     if status == "ok":
         body = output_text or _no_output(code)
+        if small and output_text and (why := not_a_result(output_text)):
+            body = f"The code printed `{output_text.strip()}`, {_NOT_A_RESULT}: {why}"
     elif status == "error":
         body = "The code raised an error:\n" + output_text
+        if small:
+            body += "\nWrite the corrected code."
     elif status == "interrupted":
         body = "The user interrupted the code." + (
             f" Output so far:\n{output_text}" if output_text else ""
@@ -129,10 +265,99 @@ def step_feedback(status: str, output_text: str, flags_text: str = "", code: str
     return body
 
 
+_NOTHING_PRINTED = "printed nothing"
+_NOT_A_RESULT = "which is not a result"
+# Printed reprs that are never the answer a small model meant to show.
+_NOT_RESULTS = (
+    (re.compile(r"range\(-?\d+, -?\d+(, -?\d+)?\)"),
+     "a range object, not its numbers. Print list(range(...)) instead."),
+    (re.compile(r"<(generator|map|filter|zip|enumerate|list_reverseiterator|reversed) object "
+                r"(<genexpr> )?at 0x[0-9a-f]+>"),
+     "an iterator object, not its values. Print list(...) of it instead."),
+    (re.compile(r"<(function|built-in function|bound method|built-in method) .*>"),
+     "a function, not its result. Call it and print what it returns."),
+    (re.compile(r"None"),
+     "methods such as list.append() and list.sort() change the list and return None. "
+     "Print the list itself after calling them."),
+)
+
+
+def not_a_result(output_text: str) -> str:
+    """Why ``output_text`` (all a step printed) is not an answer, or "" when it may be."""
+    text = output_text.strip()
+    return next((why for pattern, why in _NOT_RESULTS if pattern.fullmatch(text)), "")
+
+
+def shows_no_result(feedback: str) -> bool:
+    """Whether ``feedback`` (from ``step_feedback``) says the code ran but showed nothing
+    useful: no output, an uncalled function, or only a value that is not a result."""
+    first = feedback.split("\n", 1)[0]
+    return feedback.startswith("The code ") and (_NOTHING_PRINTED in first
+                                                 or _NOT_A_RESULT in first)
+
+
 def _no_output(code: str) -> str:
     uncalled = uncalled_functions(code)
     if uncalled:
         names = ", ".join(f"{n}()" for n in uncalled)
-        return (f"The code defined {names} but never called it, so nothing ran and nothing was "
-                "printed. Call it and print the result.")
-    return "The code ran and printed nothing. Print or display the result to see it."
+        return (f"The code defined {names} but never called it, so nothing ran and it "
+                f"{_NOTHING_PRINTED}. Call it and print the result{_call_hint(code, uncalled)}.")
+    hint = _print_hint(code)
+    return f"The code ran and {_NOTHING_PRINTED}. " + (
+        f"Print the result: add `print({hint})` at the end." if hint
+        else "Print or display the result to see it."
+    )
+
+
+def _call_hint(code: str, names: list[str]) -> str:
+    """``, e.g. `print(f())``` for the last uncalled function when it takes no arguments."""
+    tree = ast.parse(code)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == names[-1]:
+            args = node.args
+            if not (args.posonlyargs or args.args or args.kwonlyargs or args.vararg):
+                return f", e.g. `print({node.name}())`"
+    return ", with the values from the task"
+
+
+def _print_hint(code: str) -> str:
+    """The name the code's last statement assigned, if it is a plain assignment."""
+    try:
+        last = ast.parse(code).body[-1]
+    except (SyntaxError, IndexError):
+        return ""
+    targets = last.targets if isinstance(last, ast.Assign) else (
+        [last.target] if isinstance(last, (ast.AugAssign, ast.AnnAssign)) else [])
+    return targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else ""
+
+
+_CELL_FRAME = re.compile(r"^\s*Cell In\[(\d+)\], line (\d+)")
+
+
+def compact_error(output: dict[str, Any], code: str) -> str:
+    """An IPython error output in two lines, for a small model: the failing line of
+    ``code`` (from the last frame in the current cell) and the error itself."""
+    from .outputs import strip_ansi
+
+    ename = output.get("ename", "Error")
+    lines = strip_ansi("\n".join(output.get("traceback") or [])).splitlines()
+    frames = [(int(m[1]), int(m[2])) for line in lines if (m := _CELL_FRAME.match(line))]
+    error = next((ln.strip() for ln in reversed(lines) if ln.startswith(f"{ename}:")),
+                 f"{ename}: {output.get('evalue', '')}".strip())
+    source = code.splitlines()
+    if frames:
+        cell = max(number for number, _ in frames)  # the cell just run; older ones are lower
+        line = [n for number, n in frames if number == cell][-1]
+        if 1 <= line <= len(source):
+            return f"Line {line}: {source[line - 1].strip()}\n{error}"
+    return error
+
+
+def small_model_output_text(outputs: list[dict[str, Any]], code: str, max_chars: int) -> str:
+    """A step's outputs for a small model: as for any model, but errors compact."""
+    from .outputs import outputs_to_text
+
+    shown = outputs_to_text([o for o in outputs if o.get("output_type") != "error"],
+                            max_chars=max_chars)
+    errors = [compact_error(o, code) for o in outputs if o.get("output_type") == "error"]
+    return "\n".join(part for part in (shown, *errors) if part)
