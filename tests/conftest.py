@@ -26,3 +26,11 @@ def llm_server(_llm_server_session: ScriptedLLMServer) -> Iterator[ScriptedLLMSe
     _llm_server_session.reset()
     yield _llm_server_session
     _llm_server_session.reset()
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[ScriptedLLMServer]:
+    """A scripted server per test module, for modules that share one kernel across tests
+    (a module may override it, e.g. to turn on request validation)."""
+    with ScriptedLLMServer() as server:
+        yield server

@@ -80,12 +80,6 @@ class Frontend:
 
 
 @pytest.fixture(scope="module")
-def _server():
-    with S.ScriptedLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def lab(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("card")
     with KernelSession(env=oi_env(_server, tmp), cwd=str(tmp)) as ks:

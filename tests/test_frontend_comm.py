@@ -114,12 +114,6 @@ class Frontend:
 
 
 @pytest.fixture(scope="module")
-def _server():
-    with S.ScriptedLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def kernel(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("oi-comm")
     env = {

@@ -29,12 +29,6 @@ def oi_env(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> dict[str, st
 
 
 @pytest.fixture(scope="module")
-def _server():
-    with S.ScriptedLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def kernel(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("oi")
     with KernelSession(env=oi_env(_server, tmp, OI_AUTO_RUN="1"), cwd=str(tmp)) as ks:

@@ -110,12 +110,6 @@ def test_launcher_reports_a_missing_command():
 
 # ------------------------------------------------------------------ a real kernel
 @pytest.fixture(scope="module")
-def _server():
-    with S.ScriptedLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def kernel(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("limits")
     env = oi_env(

@@ -101,12 +101,6 @@ def interrupt_when(ks: KernelSession, ready: Any, timeout: float = 20) -> thread
 
 
 @pytest.fixture(scope="module")
-def _server():
-    with S.ScriptedLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def kernel(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("magic")
     ks = start_kernel(_server, tmp)

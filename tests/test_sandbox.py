@@ -170,12 +170,6 @@ def test_without_bwrap_the_kernel_refuses_instead_of_running_unconfined(tmp_path
 
 # ------------------------------------------------------------------ a sandboxed kernel
 @pytest.fixture(scope="module")
-def _server():
-    with S.ScriptedLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def home():
     """A home directory outside /tmp (the sandbox's /tmp is private, which would hide it
     anyway and make the credential test pass for the wrong reason)."""
