@@ -573,7 +573,8 @@ PROMPTS = ("generic", "previous", "small")
 def oneshot_messages(prompt: str, instruction: str) -> list[dict[str, Any]]:
     """The single request of the one-shot baseline for ``prompt``: ``generic``,
     ``previous`` (the small-model prompt before issue 13) or ``small`` (the product's:
-    its system prompt and the worked examples closest to the instruction)."""
+    its system prompt, the worked examples closest to the instruction and the instruction
+    with its values named, as the engine sends them)."""
     if prompt in ("generic", "previous"):
         system = GENERIC_PROMPT if prompt == "generic" else PREVIOUS_PROMPT
         return [{"role": "system", "content": system}, {"role": "user", "content": instruction}]
@@ -585,7 +586,7 @@ def oneshot_messages(prompt: str, instruction: str) -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": system},
         *examples,
-        {"role": "user", "content": instruction},
+        {"role": "user", "content": prompts.small_model_task(instruction)},
     ]
 
 

@@ -188,6 +188,16 @@ class Engine(LoggingConfigurable):
         "to the instruction, from prompts.SMALL_EXAMPLES); 0: none.",
     )
 
+    small_model_redraws = Integer(
+        2,
+        config=True,
+        help="Drafts of a small local model that may be set aside per instruction because the "
+        "code itself shows a mistake (a name it never set, a value of the instruction left "
+        "out, invalid syntax, nothing printed; see oi_kernel.drafts); the model is then asked "
+        "again, sampling at temperature 0.5 with a fixed seed per redraw. Each redraw is an "
+        "LLM call within small_model_max_steps. 0: propose every draft.",
+    )
+
     def step_limit(self) -> int:
         """LLM calls allowed for one instruction with the current model."""
         if getattr(self.llm, "is_small_model", False):
@@ -349,7 +359,14 @@ class Engine(LoggingConfigurable):
         at = len(request) - (len(self.messages) - start)
         instruction = self.turns[-1].instruction if self.turns else ""
         examples = prompts.small_model_examples(instruction, self.small_model_examples)
-        return [*request[:at], *examples, *request[at:]]
+        task = request[at]
+        content = task.get("content")
+        if isinstance(content, str) and content.startswith(instruction) and examples:
+            # the instruction as the examples show tasks: its values named (only here, in
+            # the request; the conversation keeps what the user wrote)
+            content = prompts.small_model_task(instruction) + content[len(instruction):]
+            task = {**task, "content": content}
+        return [*request[:at], *examples, task, *request[at + 1:]]
 
     def budget_tokens(self) -> int:
         """The context budget for the next request, in tokens."""
@@ -397,13 +414,19 @@ class Engine(LoggingConfigurable):
         self._turn_starts.append(len(self.messages))
         self.messages.append({"role": "user", "content": instruction + note})
         run_all = False
+        drafts: list[_Draft] = []  # this reply's drafts set aside so far (small models)
         try:
             for call in range(1, self.step_limit() + 1):
                 if notice := self._cap_notice(turn):
                     turn.end_reason = "cap"
                     emit(Notice(notice, "warning"))
                     break
-                reply, blocks, problems = await self._ask(turn, call, emit)
+                reply, blocks, problems = await self._ask(turn, call, emit, len(drafts))
+                if blocks and not problems:
+                    blocks = self._check_draft(turn, call, reply, blocks, drafts, emit)
+                    if not blocks:
+                        continue  # set aside: ask again
+                drafts = []
                 if not blocks and not problems:
                     turn.final_text = reply.text
                     turn.end_reason = "done"
@@ -498,8 +521,9 @@ class Engine(LoggingConfigurable):
         return {"messages_before": 0, "messages": messages}
 
     async def _ask(
-        self, turn: Turn, call: int, emit: EventSink
+        self, turn: Turn, call: int, emit: EventSink, redraw: int = 0
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
+        """One LLM call; ``redraw`` > 0: the n-th new draft after drafts set aside."""
         await self.llm.prepare()
         use_tools = self.llm.uses_tools()
         messages = self.build_request(use_tools)
@@ -518,6 +542,7 @@ class Engine(LoggingConfigurable):
                 tools,
                 on_text=lambda delta: emit(TextDelta(delta)),
                 on_retry=lambda text: emit(Notice(text, "warning")),
+                sampling={"temperature": REDRAW_TEMPERATURE, "seed": redraw} if redraw else None,
             )
         except LLMError as exc:
             self._log(
@@ -554,6 +579,58 @@ class Engine(LoggingConfigurable):
             self.messages.append({"role": "assistant", "content": reply.text})
         emit(ReplyDone(call, reply, blocks))
         return reply, blocks, problems
+
+    def _check_draft(
+        self,
+        turn: Turn,
+        call: int,
+        reply: Reply,
+        blocks: list[CodeBlock],
+        drafts: list[_Draft],
+        emit: EventSink,
+    ) -> list[CodeBlock]:
+        """A small model's Python code is checked before anyone is asked to approve it
+        (``drafts.problems``). A draft with visible mistakes is set aside ([] returned: ask
+        again) while redraws and LLM calls remain; after the last one, the draft with the
+        fewest mistakes (the earliest among equals) goes on as the reply."""
+        if not (getattr(self.llm, "is_small_model", False) and self.small_model_redraws > 0
+                and all(normalize_language(b.language) == "python" for b in blocks)):
+            return blocks
+        from . import drafts as checks
+
+        blocks = [self._close_brackets(block, emit) for block in blocks]
+        known = checks.names_bound_by(s.block.code for t in self.turns for s in t.steps)
+        found = [p for b in blocks for p in checks.problems(b.code, turn.instruction, known)]
+        if not found:
+            return blocks
+        drafts.append(_Draft(found, reply.text, blocks))
+        self._log("draft_set_aside", turn=turn.index, step=call,
+                  code="\n\n".join(b.code for b in blocks), problems=found)
+        if len(drafts) <= self.small_model_redraws and call < self.step_limit():
+            self.messages.pop()  # the draft's assistant message: the model tries afresh
+            emit(Notice(f"Draft {len(drafts)} set aside: {'; '.join(found)}. Asking the "
+                        f"model for another (LLM call {call + 1} of {self.step_limit()})."))
+            return []
+        best = min(drafts, key=lambda d: len(d.problems))
+        if best is not drafts[-1]:
+            self.messages[-1] = {"role": "assistant", "content": best.text}
+        emit(Notice(f"No draft without visible mistakes; proposing draft "
+                    f"{drafts.index(best) + 1} ({'; '.join(best.problems)}).", "warning"))
+        return best.blocks
+
+    def _close_brackets(self, block: CodeBlock, emit: EventSink) -> CodeBlock:
+        """A small model's block whose only mistake is a bracket left open, closed (in the
+        conversation too, so the model sees the code that runs)."""
+        from .drafts import close_brackets
+
+        fixed = close_brackets(block.code)
+        if fixed is None:
+            return block
+        last = self.messages[-1]
+        if last.get("role") == "assistant" and isinstance(last.get("content"), str):
+            last["content"] = last["content"].replace(block.code, fixed, 1)
+        emit(Notice("Closed a bracket the model left open (its code did not parse)."))
+        return dataclasses.replace(block, code=fixed)
 
     async def _run_blocks(
         self,
@@ -779,6 +856,18 @@ class Engine(LoggingConfigurable):
         """Every tool call needs a result, or the next request is invalid."""
         while (call_id := _first_unanswered(self.messages)) is not None:
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+
+REDRAW_TEMPERATURE = 0.5  # a new draft after one was set aside: near the greedy answer
+
+
+@dataclass
+class _Draft:
+    """A small model's reply whose code showed mistakes before it ran."""
+
+    problems: list[str]
+    text: str
+    blocks: list[CodeBlock]
 
 
 def _small_model_done(llm: Any, turn: Turn, new_steps: int) -> bool:

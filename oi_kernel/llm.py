@@ -264,14 +264,16 @@ class LLM(Configurable):
         tools: list[dict] | None,
         on_text: Callable[[str], None] | None = None,
         on_retry: Callable[[str], None] | None = None,
+        sampling: dict[str, Any] | None = None,
     ) -> Reply:
-        """Send ``messages`` and stream the answer; see the module docstring."""
+        """Send ``messages`` and stream the answer; see the module docstring. ``sampling``
+        overrides request parameters for this call (e.g. ``temperature`` and ``seed``)."""
         self.check_configured()
         litellm = await _litellm_async()
         if self.is_small_model:
             local_model.register(litellm, parent=self)
         model = self.resolved_model()
-        kwargs = self._request_kwargs(model, messages, tools)
+        kwargs = {**self._request_kwargs(model, messages, tools), **(sampling or {})}
         attempts = self.max_retries + 1
         for attempt in range(1, attempts + 1):
             stream = _Stream(on_text)

@@ -204,8 +204,10 @@ class LocalModel(Configurable):
         temperature: float,
         emit: Callable[[str], None],
         stop: threading.Event,
+        seed: int | None = None,
     ) -> dict[str, Any]:
-        """Stream one reply's text to ``emit`` (blocking); returns finish_reason and usage."""
+        """Stream one reply's text to ``emit`` (blocking); returns finish_reason and usage.
+        ``seed``: this reply's sampling seed instead of ``self.seed``."""
         with self._lock:
             llama = self._load()
             messages = [_plain(m) for m in messages]
@@ -214,7 +216,7 @@ class LocalModel(Configurable):
                     messages=messages,
                     stream=True,
                     temperature=temperature,
-                    seed=self.seed,
+                    seed=self.seed if seed is None else seed,
                     max_tokens=self.max_tokens,
                 )
                 try:
@@ -327,6 +329,8 @@ class LocalProvider:
     ) -> AsyncIterator[dict[str, Any]]:
         params = optional_params or {}
         temperature = float(params.get("temperature") or 0.0)
+        seed = params.get("seed")
+        seed = int(seed) if isinstance(seed, (int, float)) else None
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
@@ -339,7 +343,7 @@ class LocalProvider:
 
         def work() -> None:
             try:
-                put(_Done(self.model.generate(messages, temperature, put, stop)))
+                put(_Done(self.model.generate(messages, temperature, put, stop, seed)))
             except BaseException as exc:  # handed to the consumer, raised there
                 put(exc)
 

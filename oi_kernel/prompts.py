@@ -7,9 +7,10 @@ short one for small local models, where every prompt token costs latency.
 from __future__ import annotations
 
 import ast
+import itertools
 import platform
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 TOOL_NAME = "execute"
@@ -42,81 +43,81 @@ Do not define functions."""
 
 # Worked examples for small models, sent as earlier user/assistant turns: the few that share
 # the most words with the instruction (see ``small_model_examples``). A 135M model mostly
-# copies the pattern of a close example, so the bank covers common one-line operations, and
-# every value in an example's code appears as written in its task (``range(1, 10 + 1)``, not
-# ``range(1, 11)``): the model then only has to swap in the values of the user's task.
+# copies the pattern of a close example, but it copies digits and quoted text badly (asked
+# for the sum of 1 to 100 next to an example summing 1 to 10, SmolLM2-135M writes
+# ``range(1, 11)``). So every value of a task is bound to a name first (``bind_values``):
+# the task reads "Add up the numbers from a to b." with ``a = 1`` and ``b = 10`` under it,
+# and the example's code is those assignment lines and then the code below, which uses
+# only the names. The model then copies the assignments and the pattern, not digits.
 SMALL_EXAMPLES: tuple[tuple[str, str], ...] = (
     # arithmetic
-    ("What is 7 times 8 plus 3?", "print(7 * 8 + 3)"),
-    ("Multiply 25 by 4.", "print(25 * 4)"),
-    ("Divide 81 by 9.", "print(81 / 9)"),
-    ("What is 3 to the power of 4?", "print(3 ** 4)"),
-    ("What is 6 squared?", "print(6 ** 2)"),
-    ("Subtract 13 from 29.", "print(29 - 13)"),
-    ("What is 17 mod 5?", "print(17 % 5)"),
-    ("Integer-divide 17 by 5.", "print(17 // 5)"),
-    ("Add 15, 25 and 35.", "print(15 + 25 + 35)"),
-    ("What is the mean of 2, 4 and 9?", "print((2 + 4 + 9) / 3)"),
-    ("What is 12 percent of 250?", "print(250 * 12 / 100)"),
-    ("Compute the square root of 144.", "import math\nprint(math.sqrt(144))"),
-    ("Round 3.14159 to 2 decimal places.", "print(round(3.14159, 2))"),
-    ("What is the absolute value of -8?", "print(abs(-8))"),
+    ('What is 7 times 8 plus 3?', 'print(a * b + c)'),
+    ('Multiply 25 by 4.', 'print(a * b)'),
+    ('Divide 81 by 9.', 'print(a / b)'),
+    ('What is 3 to the power of 4?', 'print(a ** b)'),
+    ('What is 6 squared?', 'print(a ** 2)'),
+    ('Subtract 13 from 29.', 'print(b - a)'),
+    ('What is 17 mod 5?', 'print(a % b)'),
+    ('Integer-divide 17 by 5.', 'print(a // b)'),
+    ('Add 15, 25 and 35.', 'print(a + b + c)'),
+    ('What is the mean of 2, 4 and 9?', 'print((a + b + c) / 3)'),
+    ('What is 12 percent of 250?', 'print(b * a / 100)'),
+    ('Compute the square root of 144.', 'import math\nprint(math.sqrt(a))'),
+    ('Round 3.14159 to 2 decimal places.', 'print(round(a, b))'),
+    ('What is the absolute value of -8?', 'print(abs(a))'),
     # strings
-    ("Make 'data science' upper case.", "print('data science'.upper())"),
-    ("Convert 'SHOUT' to lower case.", "print('SHOUT'.lower())"),
-    ("Capitalize every word in 'new york city'.", "print('new york city'.title())"),
-    ("What is the length of the string 'keyboard'?", "print(len('keyboard'))"),
-    ("Remove the spaces around '  hi  '.", "print('  hi  '.strip())"),
-    ("Replace 'cat' with 'dog' in 'my cat sleeps'.",
-     "print('my cat sleeps'.replace('cat', 'dog'))"),
-    ("Print the last 4 characters of 'programming'.", "print('programming'[-4:])"),
-    ("Print the first 2 letters of 'window'.", "print('window'[:2])"),
-    ("Split 'one two three' into words.", "print('one two three'.split())"),
-    ("Split 'a;b;c' at each semicolon.", "print('a;b;c'.split(';'))"),
-    ("Join 'x', 'y' and 'z' with commas.", "print(','.join(['x', 'y', 'z']))"),
-    ("Does 'apple' start with 'ap'? Print True or False.", "print('apple'.startswith('ap'))"),
-    ("Reverse the text 'stressed'.", "print('stressed'[::-1])"),
-    ("Write 'drawer' backwards.", "print('drawer'[::-1])"),
-    ("Is 'noon' the same forwards and backwards?", "print('noon' == 'noon'[::-1])"),
-    ("Repeat 'ab' 3 times.", "print('ab' * 3)"),
-    ("Does 'banana' contain 'nan'?", "print('nan' in 'banana')"),
+    ("Make 'data science' upper case.", 'print(text.upper())'),
+    ("Convert 'SHOUT' to lower case.", 'print(text.lower())'),
+    ("Capitalize every word in 'new york city'.", 'print(text.title())'),
+    ("What is the length of the string 'keyboard'?", 'print(len(text))'),
+    ("Remove the spaces around '  hi  '.", 'print(text.strip())'),
+    ("Replace 'cat' with 'dog' in 'my cat sleeps'.", 'print(text3.replace(text, text2))'),
+    ("Print the last 4 characters of 'programming'.", 'print(text[-a:])'),
+    ("Print the first 2 letters of 'window'.", 'print(text[:a])'),
+    ("Split 'one two three' into words.", 'print(text.split())'),
+    ("Split 'a;b;c' at each semicolon.", "print(text.split(';'))"),
+    ("Join 'x', 'y' and 'z' with commas.", "print(','.join([text, text2, text3]))"),
+    ("Does 'apple' start with 'ap'? Print True or False.", 'print(text.startswith(text2))'),
+    ("Reverse the word 'stressed'.", 'print(text[::-1])'),
+    ("Write 'drawer' backwards.", 'print(text[::-1])'),
+    ("Is 'noon' the same forwards and backwards?", 'print(text == text[::-1])'),
+    ("Repeat 'ab' 3 times.", 'print(text * a)'),
+    ("Does 'banana' contain 'nan'?", 'print(text2 in text)'),
     # lists
-    ("Sort [8, 3, 6] from largest to smallest.", "print(sorted([8, 3, 6], reverse=True))"),
-    ("Sort the words ['pear', 'fig', 'apple'].", "print(sorted(['pear', 'fig', 'apple']))"),
-    ("What is the biggest value in [4, 9, 2]?", "print(max([4, 9, 2]))"),
-    ("Find the lowest value in [6, 3, 8].", "print(min([6, 3, 8]))"),
-    ("Add up the numbers in [5, 15, 25].", "print(sum([5, 15, 25]))"),
-    ("Get the unique values of [4, 4, 5, 6, 6].", "print(sorted(set([4, 4, 5, 6, 6])))"),
-    ("Add 'd' to the end of ['a', 'b', 'c'].", "items = ['a', 'b', 'c']\nitems.append('d')\nprint(items)"),
-    ("What is the first element of [9, 8, 7]?", "print([9, 8, 7][0])"),
-    ("What is the last item of ['a', 'b', 'c']?", "print(['a', 'b', 'c'][-1])"),
-    ("Double every number in [1, 2, 3].", "print([n * 2 for n in [1, 2, 3]])"),
-    ("Put the list [7, 8, 9] in reverse order.", "print([7, 8, 9][::-1])"),
-    ("How long is the list [4, 5, 6, 7, 8]?", "print(len([4, 5, 6, 7, 8]))"),
-    ("Keep the numbers above 10 in [5, 12, 8, 20].", "print([n for n in [5, 12, 8, 20] if n > 10])"),
-    ("Combine [1, 2] and [3, 4] into one list.", "print([1, 2] + [3, 4])"),
-    ("Where is 8 in [5, 8, 2]? Print its index.", "print([5, 8, 2].index(8))"),
+    ('Sort [8, 3, 6] from largest to smallest.', 'print(sorted(items, reverse=True))'),
+    ("Sort the words ['pear', 'fig', 'apple'].", 'print(sorted(items))'),
+    ('What is the biggest value in [4, 9, 2]?', 'print(max(items))'),
+    ('Find the lowest value in [6, 3, 8].', 'print(min(items))'),
+    ('Add up the numbers in [5, 15, 25].', 'print(sum(items))'),
+    ('Get the unique values of [4, 4, 5, 6, 6].', 'print(sorted(set(items)))'),
+    ("Add 'd' to the end of ['a', 'b', 'c'].", 'items.append(text)\nprint(items)'),
+    ('What is the first element of [9, 8, 7]?', 'print(items[0])'),
+    ("What is the last item of ['a', 'b', 'c']?", 'print(items[-1])'),
+    ('Double every number in [1, 2, 3].', 'print([n * 2 for n in items])'),
+    ('Put the list [7, 8, 9] in reverse order.', 'print(items[::-1])'),
+    ('How long is the list [4, 5, 6, 7, 8]?', 'print(len(items))'),
+    ('Keep the numbers above 10 in [5, 12, 8, 20].', 'print([n for n in items if n > a])'),
+    ('Combine [1, 2] and [3, 4] into one list.', 'print(items + items2)'),
+    ('Where is 8 in [5, 8, 2]? Print its index.', 'print(items.index(a))'),
     # counting
-    ("How many times does 'o' occur in 'foo boo'?", "print('foo boo'.count('o'))"),
-    ("Count the words in 'we like small models'.", "print(len('we like small models'.split()))"),
-    ("How many odd numbers are there from 1 to 9?",
-     "print(len([n for n in range(1, 9 + 1) if n % 2 == 1]))"),
-    ("How many vowels are in 'kernel'?", "print(len([c for c in 'kernel' if c in 'aeiou']))"),
-    ("How many times is 2 in [2, 5, 2, 7]?", "print([2, 5, 2, 7].count(2))"),
-    ("How many numbers from 1 to 30 are multiples of 4?",
-     "print(len([n for n in range(1, 30 + 1) if n % 4 == 0]))"),
+    ("How many times does 'o' occur in 'foo boo'?", 'print(text2.count(text))'),
+    ("Count the words in 'we like small models'.", 'print(len(text.split()))'),
+    ('How many odd numbers are there from 1 to 9?', 'print(len([n for n in range(a, b + 1) if n % 2 == 1]))'),
+    ("How many vowels are in 'kernel'?", "print(len([c for c in text if c in 'aeiou']))"),
+    ('How many times is 2 in [2, 5, 2, 7]?', 'print(items.count(a))'),
+    ('How many numbers from 1 to 30 are multiples of 4?', 'print(len([n for n in range(a, b + 1) if n % c == 0]))'),
     # sequences
-    ("List the numbers from 1 to 6.", "print(list(range(1, 6 + 1)))"),
-    ("List the odd numbers from 1 to 9.", "print(list(range(1, 9 + 1, 2)))"),
-    ("List the multiples of 5 up to 20.", "print(list(range(5, 20 + 1, 5)))"),
-    ("List the numbers from 9 down to 6.", "print(list(range(9, 6 - 1, -1)))"),
-    ("Print the squares of the numbers 2 to 4.", "print([n ** 2 for n in range(2, 4 + 1)])"),
-    ("Print the first 3 even numbers.", "print([2 * n for n in range(1, 3 + 1)])"),
-    ("Print the first 4 powers of 2.", "print([2 ** n for n in range(1, 4 + 1)])"),
-    ("Add up the numbers from 1 to 10.", "print(sum(range(1, 10 + 1)))"),
-    ("What is 5 factorial?", "import math\nprint(math.factorial(5))"),
-    ("Print the first 6 Fibonacci numbers.",
-     "a, b = 0, 1\nfib = []\nfor _ in range(6):\n    fib.append(a)\n    a, b = b, a + b\nprint(fib)"),
+    ('List the numbers from 1 to 6.', 'print(list(range(a, b + 1)))'),
+    ('List the odd numbers from 1 to 9.', 'print(list(range(a, b + 1, 2)))'),
+    ('List the multiples of 5 up to 20.', 'print(list(range(a, b + 1, a)))'),
+    ('List the numbers from 9 down to 6.', 'print(list(range(a, b - 1, -1)))'),
+    ('Print the squares of the numbers 2 to 4.', 'print([n ** 2 for n in range(a, b + 1)])'),
+    ('Print the first 3 even numbers.', 'print([2 * n for n in range(1, a + 1)])'),
+    ('Print the first 4 powers of 2.', 'print([b ** n for n in range(1, a + 1)])'),
+    ('Add up the numbers from 1 to 10.', 'print(sum(range(a, b + 1)))'),
+    ('What is 5 factorial?', 'import math\nprint(math.factorial(a))'),
+    ('Print the first 6 Fibonacci numbers.',
+     'x, y = 0, 1\nfib = []\nfor _ in range(a):\n    fib.append(x)\n    x, y = y, x + y\nprint(fib)'),
 )
 
 _STOP_WORDS = frozenset(
@@ -163,18 +164,74 @@ def _similarity(instruction: str, wanted: list[str], example: str) -> tuple[int,
     return shared, same_shape, -len(have - set(wanted))
 
 
+# A value in a task: a flat list, a quoted string (an apostrophe inside a word is not a
+# quote) or a number (a sentence's full stop after it is not a decimal point; dates,
+# versions, names such as "x2" and zero-padded digits are left as they are).
+_VALUE_RE = re.compile(
+    r"\[[^\[\]\n]*\]"
+    r"|(?<!\w)'[^'\n]*'(?!\w)|(?<!\w)\"[^\"\n]*\"(?!\w)"
+    r"|(?<![\w.-])-?(?!0\d)\d+(?:\.\d+)?(?!\w|\.\d|-\d)"
+)
+_NUMBER_NAMES = "abcdefghjk"
+
+
+def bind_values(task: str) -> tuple[str, list[tuple[str, str]]]:
+    """``task`` with each value (list, quoted string, number) replaced by a name, and the
+    (name, value as written) pairs in order: "Sum 1 to 10." -> ("Sum a to b.", [("a", "1"),
+    ("b", "10")]). Numbers are named a, b, c..., strings text, text2..., lists items,
+    items2...; a name that is also a word of the task is skipped (the article "a")."""
+    words = set(re.findall(r"[a-z_]\w*", task.lower()))
+    taken: set[str] = set()
+    pairs: list[tuple[str, str]] = []
+
+    def fresh(candidates: Iterable[str]) -> str:
+        name = next(c for c in candidates if c not in words and c not in taken)
+        taken.add(name)
+        return name
+
+    def name_value(match: re.Match[str]) -> str:
+        value = match[0]
+        if value.startswith("["):
+            name = fresh(_numbered("items"))
+        elif value[0] in "'\"":
+            name = fresh(_numbered("text"))
+        else:
+            name = fresh(itertools.chain(_NUMBER_NAMES, (f"n{i}" for i in itertools.count(1))))
+        pairs.append((name, value))
+        return name
+
+    return _VALUE_RE.sub(name_value, task), pairs
+
+
+def _numbered(stem: str) -> Iterator[str]:
+    yield stem
+    yield from (f"{stem}{i}" for i in itertools.count(2))
+
+
+def _assignments(pairs: list[tuple[str, str]]) -> str:
+    return "".join(f"{name} = {value}\n" for name, value in pairs)
+
+
+def small_model_task(task: str) -> str:
+    """A task as a small model is shown it: its values named, their assignments below."""
+    text, pairs = bind_values(task)
+    return f"{text}\n{_assignments(pairs).rstrip()}" if pairs else task
+
+
 def small_model_examples(
     instruction: str, count: int = 3, skip: int = 0
 ) -> list[dict[str, str]]:
     """The ``count`` worked examples closest to ``instruction`` after the ``skip`` closest,
-    as user/assistant message pairs, the closest last (nearest the instruction)."""
+    as user/assistant message pairs, the closest last (nearest the instruction); each
+    task with its values named and each reply assigning them before the example's code."""
     wanted = _keywords(instruction)
     ranked = sorted(SMALL_EXAMPLES, key=lambda ex: _similarity(instruction, wanted, ex[0]),
                     reverse=True)
     messages: list[dict[str, str]] = []
     for task, code in reversed(ranked[skip : skip + count]):
-        messages.append({"role": "user", "content": task})
-        messages.append({"role": "assistant", "content": f"```python\n{code}\n```"})
+        reply = _assignments(bind_values(task)[1]) + code
+        messages.append({"role": "user", "content": small_model_task(task)})
+        messages.append({"role": "assistant", "content": f"```python\n{reply}\n```"})
     return messages
 
 

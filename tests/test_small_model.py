@@ -7,10 +7,12 @@ loop logic); the slow test runs the real Open Interpreter kernel, llama.cpp and 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import importlib.util
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -148,12 +150,25 @@ def test_examples_are_message_pairs_with_the_closest_last():
     assert prompts.small_model_examples("anything", 0) == []
 
 
-def test_every_worked_example_runs_and_prints():
+def test_every_worked_example_runs_prints_and_uses_its_values():
     for task, code in prompts.SMALL_EXAMPLES:
+        text, values = prompts.bind_values(task)
+        assert values, task  # every example shows how values are named
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            exec(code, {})  # our own examples
+            exec("".join(f"{n} = {v}\n" for n, v in values) + code, {})  # our own examples
         assert out.getvalue().strip(), task
+        read = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
+        assert {n for n, _ in values} <= read, task  # the code uses the names, not digits
+        retyped = [v for _, v in values
+                   if len(v) > 1 and re.search(rf"(?<![\w.]){re.escape(v)}(?![\w.])", code)]
+        assert not retyped, task  # no value of the task typed again (1 may be a constant)
+
+
+def test_example_replies_assign_the_values_then_use_the_names():
+    messages = prompts.small_model_examples("What is the sum of the numbers from 1 to 100?", 3)
+    assert messages[-2]["content"] == "Add up the numbers from a to b.\na = 1\nb = 10"
+    assert messages[-1]["content"] == "```python\na = 1\nb = 10\nprint(sum(range(a, b + 1)))\n```"
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -166,6 +181,7 @@ class _ScriptedLLM(LLM):
         super().__init__(**kwargs)
         self.replies = list(replies)
         self.requests: list[list[dict[str, Any]]] = []
+        self.samplings: list[dict[str, Any] | None] = []
 
     def count_tokens(self, text: str) -> int:
         return len(text) // 4 + 1
@@ -176,8 +192,9 @@ class _ScriptedLLM(LLM):
     async def prepare(self) -> None:
         return None
 
-    async def stream(self, messages, tools, on_text=None, on_retry=None) -> Reply:
+    async def stream(self, messages, tools, on_text=None, on_retry=None, sampling=None) -> Reply:
         self.requests.append(messages)
+        self.samplings.append(sampling)
         return Reply(self.replies.pop(0))
 
 
@@ -218,14 +235,18 @@ def _run(engine: Engine, instruction: str) -> Turn:
 
 def test_examples_go_right_before_the_current_instruction():
     engine, llm, _ = _engine(
-        [_fenced("print(1)"), _fenced("print(2)")], [_printed("1\n"), _printed("2\n")]
+        [_fenced("print(2 * 3)"), _fenced("print(sorted([3, 1, 2]))")],
+        [_printed("6\n"), _printed("[1, 2, 3]\n")],
     )
     _run(engine, "What is 2 times 3?")
     _run(engine, "Sort [3, 1, 2].")
     request = llm.requests[-1]
     assert request[0]["role"] == "system"
     assert request[1]["content"] == "What is 2 times 3?"  # the earlier turn stays first
-    at = next(i for i, m in enumerate(request) if m["content"] == "Sort [3, 1, 2].")
+    # the current instruction as the examples show tasks: values named and assigned below
+    at = next(i for i, m in enumerate(request)
+              if m["content"] == "Sort items.\nitems = [3, 1, 2]")
+    assert engine.messages[-3]["content"] == "Sort [3, 1, 2]."  # the conversation: as typed
     examples = request[at - 6 : at]
     assert [m["role"] for m in examples] == ["user", "assistant"] * 3
     assert "sorted(" in examples[-1]["content"]
@@ -250,6 +271,7 @@ def test_a_silent_run_is_fed_back_and_the_fix_ends_the_turn():
     engine, llm, executor = _engine(
         [_fenced("total = 48 * 12"), _fenced("total = 48 * 12\nprint(total)")],
         [ExecResult("ok", []), _printed("576\n")],
+        small_model_redraws=0,
     )
     turn = _run(engine, "What is 48 times 12?")
     assert executor.ran == ["total = 48 * 12", "total = 48 * 12\nprint(total)"]
@@ -268,6 +290,7 @@ def test_an_error_is_fed_back_compactly():
     engine, llm, _ = _engine(
         [_fenced("print(reverse('abc'))"), _fenced("print('abc'[::-1])")],
         [ExecResult("error", [error]), _printed("cba\n")],
+        small_model_redraws=0,
     )
     turn = _run(engine, "Reverse 'abc'.")
     feedback = llm.requests[1][-1]["content"]
@@ -281,7 +304,10 @@ def test_an_error_is_fed_back_compactly():
 def test_small_models_stop_at_their_own_step_cap():
     silent = ExecResult("ok", [])
     engine, llm, executor = _engine(
-        [_fenced(f"x = {i}") for i in range(5)], [silent] * 5, small_model_max_steps=3
+        [_fenced(f"x = {i}") for i in range(5)],
+        [silent] * 5,
+        small_model_max_steps=3,
+        small_model_redraws=0,
     )
     turn = _run(engine, "What is 1 + 1?")
     assert turn.llm_calls == 3 and len(executor.ran) == 3
@@ -293,7 +319,9 @@ def test_small_models_stop_at_their_own_step_cap():
 
 def test_repeating_the_same_failed_code_ends_the_turn():
     engine, _, executor = _engine(
-        [_fenced("x = 1"), _fenced("x = 1")], [ExecResult("ok", []), ExecResult("ok", [])]
+        [_fenced("x = 1"), _fenced("x = 1")],
+        [ExecResult("ok", []), ExecResult("ok", [])],
+        small_model_redraws=0,
     )
     turn = _run(engine, "What is 1?")
     assert turn.llm_calls == 2 and turn.end_reason == "done"
