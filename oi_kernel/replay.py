@@ -178,6 +178,7 @@ class RecordedLLM(LLM):
         tools: list[dict] | None,
         on_text: Any = None,
         on_retry: Any = None,
+        sampling: dict[str, Any] | None = None,  # a recorded reply is what it was
     ) -> Reply:
         turn = self.turn
         recorded = turn.replies if turn is not None else []
