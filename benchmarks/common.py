@@ -275,6 +275,13 @@ def settle(pid: int, quiet: float = 0.05, window: float = 0.5, timeout: float = 
     return time.perf_counter() - start
 
 
+def quiet(pid: int) -> float:
+    """Wait (0.05 s at least, 5 s at most) until a kernel's process tree has stopped working
+    after a run: what a kernel does after its idle status must not slow down the next run
+    of the other kernel in an interleaved comparison."""
+    return settle(pid, quiet=0.005, window=0.05, timeout=5)
+
+
 def mb(n: float) -> str:
     return f"{n / 1e6:.1f} MB"
 

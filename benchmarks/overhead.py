@@ -3,7 +3,9 @@
 Round trip = ``execute_request`` sent until both ``execute_reply`` and the ``idle``
 status arrived, measured by a jupyter_client blocking client. ``%%python\\n1+1`` on the
 Open Interpreter kernel against ``1+1`` on a plain python3 kernel, interleaved (the order
-alternates every pair) so machine load hits both alike.
+alternates every pair) so machine load hits both alike, with a 2 ms pause after each run
+(the wrapper writes the session log after the cell's idle status: that must not overlap
+the other kernel's run).
 
 The breakdown runs the wrapper under ``benchmarks.traced_kernel`` (stamps at each hop,
 ``time.time()`` on the same machine clock as the client and the child's header dates)
@@ -16,6 +18,7 @@ import collections
 import json
 import pstats
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +41,22 @@ from benchmarks.common import (
 OI_CELL = "%%python\n1+1"
 PLAIN_CELL = "1+1"
 TARGET = 1.25
+PAUSE = 0.002  # after each run: the wrapper logs the cell after its idle status
 
 # (phase, start label, end label): labels from traced_kernel, the child's header dates
 # (CHILD_*) and the client (client_*); each phase is the median over the traced runs.
 PHASES = [
     ("client -> wrapper main thread", "client_sent", "main_thread_has_request"),
     (
-        "wrapper: busy, execute_input, do_execute until sent",
+        "wrapper: request read -> sent to the child (busy follows)",
         "main_thread_has_request",
         "sent_to_child",
     ),
     ("wrapper -> child starts (child busy date)", "sent_to_child", "CHILD_status_busy"),
     ("child runs the cell (busy -> idle dates)", "CHILD_status_busy", "CHILD_status_idle"),
     ("child idle -> wrapper has reply and idle", "CHILD_status_idle", "child_done_arrived"),
-    ("wrapper: rest of do_execute (session log)", "child_done_arrived", "do_execute_end"),
+    ("wrapper: reply and idle -> the runner's result", "child_done_arrived", "child_result_ready"),
+    ("wrapper: rest of do_execute", "child_result_ready", "do_execute_end"),
     (
         "wrapper: do_execute end -> execute_reply sent",
         "do_execute_end",
@@ -81,6 +86,7 @@ def interleaved(oi: BenchKernel, plain: BenchKernel, runs: int) -> tuple[list[fl
             pair.reverse()
         for kernel, cell, out in pair:
             out.append(kernel.run_ok(cell).elapsed)
+            time.sleep(PAUSE)
     return ours, base
 
 

@@ -2,8 +2,11 @@
 
 Two cells, each timed until both the reply and idle arrived at a jupyter_client client
 that deserialises every output message (as a frontend must): 100,000 printed lines, and
-one 20 MB output. Runs alternate between the kernels; the ratio is of medians. While the
-wrapper forwards the output, a thread samples its RSS (child excluded) for the peak.
+one 20 MB output. Runs alternate between the kernels; the ratio is of medians. After each
+run the next waits until the kernel that ran is quiet again (the wrapper writes its
+session log after the cell's idle; that work must not land in the other kernel's run).
+While the wrapper forwards the output, a thread samples its RSS (child excluded) for the
+peak, until it is quiet.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from benchmarks.common import (
     llm_server,
     mb,
     oi_env,
+    quiet,
     ratio,
     rss,
     scratch_dir,
@@ -89,10 +93,12 @@ def _measure_case(oi: BenchKernel, plain: BenchKernel, code: str, repeats: int) 
             if who == "ours":
                 with PeakRSS(kernel.pid) as sampler:
                     run = kernel.run_ok("%%python\n" + code, timeout=600, keep=True)
+                    quiet(kernel.pid)  # the peak includes what the wrapper does after idle
                 peaks.append(sampler.peak - sampler.start_rss)
                 ours.append(run.elapsed)
             else:
                 run = kernel.run_ok(code, timeout=600, keep=True)
+                quiet(kernel.pid)
                 base.append(run.elapsed)
             chars[who] = _output_chars(run)
             del run

@@ -17,6 +17,7 @@ Used through a kernelspec made by ``overhead.traced_kernelspec()``.
 from __future__ import annotations
 
 import atexit
+import datetime
 import functools
 import json
 import os
@@ -93,6 +94,18 @@ def _install_trace(path: str) -> None:
 
     OIKernel.do_execute = do_execute  # type: ignore[method-assign]
 
+    from oi_kernel.runner import ChildRunner
+
+    original_finish = ChildRunner.finish
+
+    async def finish(self: Any, run: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await original_finish(self, run, *args, **kwargs)
+        finally:
+            stamp((time.time(), "child_result_ready", run.msg_id))
+
+    ChildRunner.finish = finish  # type: ignore[method-assign]
+
     original_send = ChildKernel.send
 
     def child_send(self: Any, msg_type: str, content: Any, msg_id: Any = None, **kw: Any) -> str:
@@ -109,6 +122,8 @@ def _install_trace(path: str) -> None:
         parent = msg["parent_header"].get("msg_id", "")
         state = msg["content"].get("execution_state", "") if kind == "status" else ""
         date = msg["header"].get("date")
+        if isinstance(date, str):  # the child link leaves header dates unparsed
+            date = datetime.datetime.fromisoformat(date)
         if date is not None:
             dates.append((parent, kind, state, date.timestamp()))
         stamp((now, f"child_{kind}{'_' + state if state else ''}_arrived", parent))
@@ -124,8 +139,8 @@ def _install_trace(path: str) -> None:
     original_next = getattr(child_module, "_next_msg", None)
     if original_next is not None:
 
-        async def next_msg(channel: Any) -> dict[str, Any]:
-            return record(await original_next(channel))
+        async def next_msg(channel: Any, *args: Any) -> dict[str, Any]:
+            return record(await original_next(channel, *args))
 
         child_module._next_msg = next_msg
 

@@ -2,16 +2,19 @@
 
 The child is started through jupyter_client's ``AsyncKernelManager`` with a
 kernelspec (so its provisioner decides how and where it runs), over ``ipc``
-sockets in a private 0700 directory. One persistent task reads each of the
-child's iopub, shell and stdin channels and dispatches by parent ``msg_id``; a
-single watchdog notices when the child dies. The owner (the wrapper kernel)
-receives every iopub message through ``on_iopub`` and re-parents it.
+sockets in a private 0700 directory, with unsigned messages (see ``_start``). One
+persistent task reads each of the child's iopub, shell and stdin channels and
+dispatches by parent ``msg_id``; a single watchdog notices when the child dies.
+The owner (the wrapper kernel) receives every iopub message through ``on_iopub``
+and re-parents it; output messages arrive with their content still packed
+(``PACKED_TYPES``), so relaying them costs no JSON decoding or encoding.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -28,29 +31,93 @@ IopubHandler = Callable[[dict[str, Any]], None]
 InputHandler = Callable[[str, bool, str], Awaitable[str]]
 
 
-async def _next_msg(channel: Any) -> dict[str, Any]:
-    """The channel's next message: ``channel.get_msg()`` without a timeout, minus the poll
-    future it creates for every message (the pumps wait here for each child message;
-    benchmarks/overhead.py measured the saving)."""
-    raw = await channel.socket.recv_multipart()
-    _idents, frames = channel.session.feed_identities(raw)
-    return channel.session.deserialize(frames)
+_DELIM = b"<IDS|MSG>"
+_ZERO_COPY_MIN = 65536  # frames from this size on stay in ZeroMQ's buffer (zmq.Frame)
+
+# Output messages the owner normally passes on unchanged: the iopub pump leaves their
+# content packed (the JSON bytes as the child sent them), so a 20 MB stream is relayed
+# without being decoded and encoded again; ``ChildKernel.unpack`` decodes it when needed.
+PACKED_TYPES = frozenset({"stream", "display_data", "update_display_data", "error", "clear_output"})
+
+
+async def _next_msg(channel: Any, packed: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The channel's next message, read straight from its socket (``get_msg()`` creates a
+    poll future per message) and parsed by ``_parse``. Large frames are not copied out of
+    ZeroMQ: a relayed 20 MB output goes on as the same buffer."""
+    raw = await channel.socket.recv_multipart(copy=False)
+    frames = [f.bytes if len(f) < _ZERO_COPY_MIN else f for f in raw]
+    return _parse(channel.session, frames, packed)
+
+
+def _parse(session: Any, raw: list[Any], packed: frozenset[str]) -> dict[str, Any]:
+    """A message dict like ``Session.deserialize``'s, with the content left packed (bytes,
+    or a ``zmq.Frame`` when large) for ``packed`` types. On the unsigned link (see
+    ``ChildKernel._start``) the header dates stay strings: nothing here reads them, and
+    parsing them was a third of the time spent receiving (benchmarks/overhead.py)."""
+    frames = raw[raw.index(_DELIM) + 1 :]  # after the identities (the iopub topic)
+    if session.auth is not None:  # a signed link: let jupyter_client check the signature
+        frames = [f if isinstance(f, bytes) else f.bytes for f in frames]
+        msg = session.deserialize(frames, content=False)
+    else:  # [signature, header, parent_header, metadata, content, *buffers]
+        header = _loads(frames[1])
+        msg = {
+            "header": header,
+            "msg_id": header["msg_id"],
+            "msg_type": header["msg_type"],
+            "parent_header": _loads(frames[2]),
+            "metadata": _loads(frames[3]),
+            "content": frames[4],
+            "buffers": [memoryview(b) for b in frames[5:]],
+        }
+    if msg["header"]["msg_type"] not in packed:
+        msg["content"] = _loads(msg["content"])
+    return msg
+
+
+def _loads(data: Any) -> Any:
+    """JSON from bytes or a ``zmq.Frame`` (whose bytes are decoded in place)."""
+    return json.loads(str(data, "utf-8", "replace"))
+
+
+def _runs_locally(km: Any) -> bool:
+    """Whether the kernel manager starts its kernel here, on our ipc sockets (the local
+    provisioner), rather than through a provisioner that may run it elsewhere."""
+    from jupyter_client.provisioning import KernelProvisionerFactory
+
+    try:
+        metadata = km.kernel_spec.metadata or {}
+    except Exception:  # no such kernelspec: start_kernel reports it
+        return False
+    name = (metadata.get("kernel_provisioner") or {}).get("provisioner_name")
+    name = name or KernelProvisionerFactory.instance().default_provisioner_name
+    return km.transport == "ipc" and name == "local-provisioner"
 
 
 class _Pending:
-    """One request to the child: its reply, and for executions its idle status."""
+    """One request to the child; ``done`` resolves with the reply's content once the reply
+    and, for executions, the idle status (all output is in) have arrived."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, wants_idle: bool) -> None:
-        self.reply: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self.idle: asyncio.Future[None] = loop.create_future()
-        if not wants_idle:
-            self.idle.set_result(None)
+        self.done: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._reply: dict[str, Any] | None = None
+        self._idle = not wants_idle
+
+    def got_reply(self, content: dict[str, Any]) -> None:
+        self._reply = content
+        self._finish()
+
+    def got_idle(self) -> None:
+        self._idle = True
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._reply is not None and self._idle and not self.done.done():
+            self.done.set_result(self._reply)
 
     def fail(self, error: BaseException) -> None:
-        for fut in (self.reply, self.idle):
-            if not fut.done():
-                fut.set_exception(error)
-                fut.exception()  # mark retrieved: a failure nobody awaits is not an error
+        if not self.done.done():
+            self.done.set_exception(error)
+            self.done.exception()  # mark retrieved: a failure nobody awaits is not an error
 
 
 class ChildKernel(LoggingConfigurable):
@@ -164,6 +231,18 @@ class ChildKernel(LoggingConfigurable):
             connection_file=os.path.join(self._dir, "kernel.json"),
         )
         self.km = km
+        if _runs_locally(km):
+            # An unsigned link: the sockets are ipc files in our private 0700 directory, so
+            # whoever can reach them is our user and can read the key in kernel.json too;
+            # signing would protect nothing. It cost an HMAC of every message on both
+            # sides (18 ms for a 20 MB output; benchmarks/throughput.py). ipykernel
+            # accepts unsigned messages when its key is empty.
+            km.session.key = b""
+            # No sleep after each execution: ipykernel sleeps 0.5 ms before replying in
+            # case late output would otherwise reach a client after the reply. We wait
+            # for the child's idle status instead, which follows all of its output on
+            # the same socket, so the sleep only delayed every cell and step.
+            start_kw["extra_arguments"] = ["--Kernel._execute_sleep=0"]
         try:
             await km.start_kernel(cwd=self.cwd or os.getcwd(), **start_kw)
             kc = km.client()
@@ -276,6 +355,34 @@ class ChildKernel(LoggingConfigurable):
         session.send(sock.socket, msg, buffers=buffers)
         return msg["header"]["msg_id"]
 
+    def submit(
+        self,
+        msg_type: str,
+        content: dict[str, Any],
+        msg_id: str | None = None,
+        *,
+        wait_idle: bool = False,
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Send a shell request now; the future resolves with the reply's content (for
+        executions once all output has arrived) or fails with ``ChildDiedError``."""
+        if not self.is_running:
+            raise ChildDiedError(self._dead_reason or "The child kernel is not running.")
+        pending = _Pending(asyncio.get_running_loop(), wait_idle)
+        mid = msg_id or self.kc.session.msg_id
+        self._pending[mid] = pending
+
+        def forget(_: Any) -> None:
+            if self._pending.get(mid) is pending:
+                del self._pending[mid]
+
+        pending.done.add_done_callback(forget)
+        try:
+            self.send(msg_type, content, mid)
+        except BaseException as exc:
+            pending.fail(exc)
+            raise
+        return pending.done
+
     async def request(
         self,
         msg_type: str,
@@ -286,18 +393,29 @@ class ChildKernel(LoggingConfigurable):
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send a shell request and wait for its reply (and idle, for executions)."""
-        if not self.is_running:
-            raise ChildDiedError(self._dead_reason or "The child kernel is not running.")
-        pending = _Pending(asyncio.get_running_loop(), wait_idle)
-        mid = msg_id or self.kc.session.msg_id
-        self._pending[mid] = pending
-        try:
-            self.send(msg_type, content, mid)
-            reply = await asyncio.wait_for(pending.reply, timeout)
-            await asyncio.wait_for(pending.idle, timeout)
-            return reply
-        finally:
-            self._pending.pop(mid, None)
+        done = self.submit(msg_type, content, msg_id, wait_idle=wait_idle)
+        return await asyncio.wait_for(done, timeout)
+
+    def submit_execute(
+        self,
+        code: str,
+        msg_id: str | None = None,
+        *,
+        allow_stdin: bool = False,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict[str, str] | None = None,
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Send ``code`` for execution now; see ``submit``."""
+        content = {
+            "code": code,
+            "silent": silent,
+            "store_history": store_history,
+            "user_expressions": user_expressions or {},
+            "allow_stdin": allow_stdin,
+            "stop_on_error": False,
+        }
+        return self.submit("execute_request", content, msg_id, wait_idle=not silent)
 
     async def execute(
         self,
@@ -310,28 +428,32 @@ class ChildKernel(LoggingConfigurable):
         user_expressions: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """Run ``code``; returns the execute_reply content once all output has arrived."""
-        content = {
-            "code": code,
-            "silent": silent,
-            "store_history": store_history,
-            "user_expressions": user_expressions or {},
-            "allow_stdin": allow_stdin,
-            "stop_on_error": False,
-        }
-        return await self.request("execute_request", content, msg_id, wait_idle=not silent)
+        return await self.submit_execute(
+            code,
+            msg_id,
+            allow_stdin=allow_stdin,
+            silent=silent,
+            store_history=store_history,
+            user_expressions=user_expressions,
+        )
+
+    @staticmethod
+    def unpack(content: Any) -> dict[str, Any]:
+        """The content of a message the pump left packed (``PACKED_TYPES``): JSON as
+        bytes or in a ``zmq.Frame``."""
+        return content if isinstance(content, dict) else _loads(content)
 
     # ----------------------------------------------------------------- pumps
     async def _read_iopub(self) -> None:
         channel = self.kc.iopub_channel
         while True:
-            msg = await _next_msg(channel)
-            parent_id = msg["parent_header"].get("msg_id")
+            msg = await _next_msg(channel, PACKED_TYPES)
             msg_type = msg["header"]["msg_type"]
             if msg_type == "status":
-                pending = self._pending.get(parent_id)
-                if pending and msg["content"]["execution_state"] == "idle":
-                    if not pending.idle.done():
-                        pending.idle.set_result(None)
+                if msg["content"]["execution_state"] == "idle":
+                    pending = self._pending.get(msg["parent_header"].get("msg_id"))
+                    if pending is not None:
+                        pending.got_idle()
                 continue
             if msg_type == "execute_input":
                 continue
@@ -345,8 +467,8 @@ class ChildKernel(LoggingConfigurable):
         while True:
             msg = await _next_msg(channel)
             pending = self._pending.get(msg["parent_header"].get("msg_id"))
-            if pending is not None and not pending.reply.done():
-                pending.reply.set_result(msg["content"])
+            if pending is not None:
+                pending.got_reply(msg["content"])
 
     async def _read_stdin(self) -> None:
         channel = self.kc.stdin_channel

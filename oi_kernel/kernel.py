@@ -16,6 +16,7 @@ import sys
 import time
 import traceback
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import zmq
@@ -31,7 +32,7 @@ from .errors import ChildDiedError, OIError
 from .frontend_comm import FrontendComms
 from .llm import LLM, warm_up
 from .magics_kernel import KernelMagics
-from .runner import ChildRunner
+from .runner import ChildRunner, Execution
 from .view import TurnView
 from .widget_state import StateMerger
 
@@ -44,6 +45,7 @@ _OUTPUT_TYPES = {
     "clear_output",
 }
 _COMM_TYPES = {"comm_open", "comm_msg", "comm_close"}
+LOG_DELAY_S = 0.01  # see OIKernel._log_later
 
 
 def _skip_empty_flushes(*streams: Any) -> None:
@@ -156,6 +158,10 @@ class OIKernel(Kernel):
         self._task: asyncio.Task[Any] | None = None
         self._instructions: list[tuple[int, str]] = []
         self._session_log: Any = None
+        self._log_queue: list[tuple[str, Callable[[], dict[str, Any]]]] = []
+        self._log_failure = ""
+        self._early: Execution | None = None  # a direct cell started by set_parent
+        self._early_seen: str | None = None  # the msg_id of the latest execute_request
         self._last_payload: list[dict[str, Any]] = []
         self._llm_warming = False
 
@@ -223,12 +229,43 @@ class OIKernel(Kernel):
         }
 
     def set_parent(self, ident: Any, parent: Any, channel: str = "shell") -> None:
-        """Give ``print`` in the wrapper the request's parent (else frontends drop it)."""
+        """Give ``print`` in the wrapper the request's parent (else frontends drop it),
+        and start a direct cell in the child (``_start_early``)."""
         super().set_parent(ident, parent, channel)
         if channel == "shell":
             for stream in (sys.stdout, sys.stderr):
                 if hasattr(stream, "set_parent"):
                     stream.set_parent(parent)
+            header = parent.get("header") or {}
+            msg_id = header.get("msg_id")
+            if header.get("msg_type") == "execute_request" and msg_id != self._early_seen:
+                self._early_seen = msg_id  # set_parent also restores a running cell's parent
+                if self._early is not None:  # started, but its request was never handled
+                    self.runner.discard(self._early)
+                self._early = None
+                with contextlib.suppress(Exception):  # anything odd: run_direct starts it
+                    self._early = self._start_early(parent)
+
+    def _start_early(self, parent: dict[str, Any]) -> Execution | None:
+        """Send a ``%%python`` cell to the child as soon as its request is read, before
+        ipykernel publishes busy and execute_input and calls ``do_execute``: the child
+        starts while we do that bookkeeping (0.3–0.4 ms of a round trip,
+        benchmarks/overhead.py). Its output cannot overtake busy and execute_input: it
+        is only forwarded once the request's handler awaits, inside ``do_execute``.
+
+        None when the request is not such a cell, will not run (silent, aborted after an
+        error, a subshell's) or a restart is due: ``run_direct`` then starts it."""
+        content = parent.get("content") or {}
+        header = parent.get("header") or {}
+        if content.get("silent") or header.get("subshell_id") or getattr(self, "_aborting", 0):
+            return None
+        code = str(content.get("code", "")).lstrip()
+        if not code.startswith("%%python") or not header.get("msg_id") or not self.runner.ready:
+            return None
+        self._route(header["msg_id"], parent)
+        body = code.split("\n", 1)[1] if "\n" in code else ""
+        allow_stdin = bool(content.get("allow_stdin"))
+        return self.runner.start(body, msg_id=header["msg_id"], allow_stdin=allow_stdin)
 
     def pre_handler_hook(self) -> None:
         """Keep our own SIGINT handler (the base one would raise inside the event loop)."""
@@ -257,6 +294,28 @@ class OIKernel(Kernel):
             )
             self.engine.log_sink = self._session_log
         return self._session_log
+
+    def _log_later(self, event: str, fields: Callable[[], dict[str, Any]]) -> None:
+        """Write a session-log event ``LOG_DELAY_S`` after the cell has replied: decoding,
+        redacting and encoding a large output took tens of ms before the reply, and
+        started at once it held the GIL that the threads sending the reply and idle
+        need. ``fields`` is called then. The next request or the shutdown first writes
+        what is still queued, so the log keeps its order."""
+        self._log_queue.append((event, fields))
+
+    def _flush_log(self) -> None:
+        queue, self._log_queue = self._log_queue, []
+        for event, fields in queue:
+            try:
+                self.session_log.write(event, **fields())
+            except Exception as exc:  # the cell has replied: say so in the next one
+                self.log.error("session log write failed: %s", exc)
+                self._log_failure = str(exc)
+
+    def _report_log_failure(self) -> None:
+        if self._log_failure:
+            text, self._log_failure = self._log_failure, ""
+            self.publish("stream", {"name": "stderr", "text": f"Session log: {text}\n"})
 
     # ------------------------------------------------------------------ publishing
     def publish(self, msg_type: str, content: dict[str, Any], **kw: Any) -> None:
@@ -289,10 +348,16 @@ class OIKernel(Kernel):
             "payload": [],
             "user_expressions": {},
         }
+        self._flush_log()
+        self._report_log_failure()
         if not code.strip():
             return ok
         if store_history:
             self._instructions.append((self.execution_count, code))
+        try:  # before any await: the output of a cell started early comes after it
+            self._show_config_warnings()
+        except Exception:
+            self.log.exception("could not show the configuration problems")
         self._task = asyncio.ensure_future(self._dispatch(code))
         try:
             result = await self._task
@@ -316,12 +381,16 @@ class OIKernel(Kernel):
             )
         finally:
             self._task = None
+            if self._early is not None:  # started but not awaited (a bug): stop collecting
+                self.runner.discard(self._early)
+                self._early = None
+            if self._log_queue:
+                asyncio.get_running_loop().call_later(LOG_DELAY_S, self._flush_log)
         if result is not None:
             return result
         return ok
 
     async def _dispatch(self, code: str) -> dict[str, Any] | None:
-        self._show_config_warnings()
         stripped = code.lstrip()
         if stripped.startswith("%%python"):
             body = stripped.split("\n", 1)[1] if "\n" in stripped else ""
@@ -345,24 +414,34 @@ class OIKernel(Kernel):
         await self.engine.run_turn(instruction, self.frontend.watch(view, cell_id))
 
     async def run_direct(self, kind: str, code: str) -> dict[str, Any] | None:
-        """A cell that bypasses the LLM: run it in the child as is."""
+        """A cell that bypasses the LLM: run it in the child as is. Its record, outputs
+        included, is logged after the reply: decoding a large output first delayed it."""
         started = time.monotonic()
-        result = await self.run_in_child(code, store_history=True)
-        self.session_log.write(
-            "direct",
-            kind=kind,
-            code=code,
-            status=result.status,
-            outputs=result.outputs,
-            duration_s=round(time.monotonic() - started, 4),
-        )
+        run: Execution | None = None
+        self._last_payload = []
+        try:
+            run = await self._start_in_child(code)
+        except ChildDiedError as exc:
+            result = ExecResult("died", [], str(exc))
+        else:
+            result = await self.runner.finish(run, collect=False)
+            self._last_payload = self.runner.last_payload
+        _ = self.session_log  # opened now: a log that cannot be opened fails this cell
+        duration = round(time.monotonic() - started, 4)
+        self._log_later("direct", lambda: {
+            "kind": kind,
+            "code": code,
+            "status": result.status,
+            "outputs": run.collector.outputs if run is not None else [],
+            "duration_s": duration,
+        })
         if result.status == "died":
             raise ChildDiedError(result.message)
         if result.status == "ok" and self._last_payload:  # e.g. the pager for `print?`
             return {"status": "ok", "execution_count": self.execution_count,
                     "payload": self._last_payload, "user_expressions": {}}
         if result.status == "error":
-            err = next((o for o in result.outputs if o["output_type"] == "error"), {})
+            err = run.content if run is not None else {}  # the child's execute_reply
             return {
                 "status": "error",
                 "execution_count": self.execution_count,
@@ -372,17 +451,18 @@ class OIKernel(Kernel):
             }
         return None
 
-    async def run_in_child(self, code: str, store_history: bool = True) -> ExecResult:
-        """Run code in the child, forwarding output to this cell; never leaves it running.
-
-        The child request reuses the cell's msg_id, so widgets' Output capture and
+    async def _start_in_child(self, code: str) -> Execution:
+        """The cell's execution in the child: the one ``set_parent`` started, or a new
+        one. Its request reuses the cell's msg_id, so widgets' Output capture and
         echo_update work for widgets that user code creates in the child."""
         msg_id, _ = self._child_request_id()
-        result = await self.runner.run_code(
-            code, msg_id=msg_id, allow_stdin=self._allow_stdin, store_history=store_history
-        )
-        self._last_payload = self.runner.last_payload
-        return result
+        early, self._early = self._early, None
+        if early is not None and early.msg_id == msg_id:
+            return early
+        if early is not None:
+            self.runner.discard(early)
+        await self.runner.prepare()
+        return self.runner.start(code, msg_id=msg_id, allow_stdin=self._allow_stdin)
 
     def _child_request_id(self) -> tuple[str | None, bool]:
         """The cell's msg_id (routed back to the cell) and whether stdin may be asked."""
@@ -405,6 +485,8 @@ class OIKernel(Kernel):
             self._routes.popitem(last=False)
 
     def _on_child_iopub(self, msg: dict[str, Any]) -> None:
+        """Re-parent a child iopub message to the cell that caused it. Output content is
+        still packed (``child.PACKED_TYPES``) and is sent on as it came."""
         msg_type = msg["header"]["msg_type"]
         parent_id = msg["parent_header"].get("msg_id")
         parent = self._routes.get(parent_id) if parent_id else None
@@ -423,6 +505,9 @@ class OIKernel(Kernel):
             target = parent
         else:
             return  # a stray from no request we know: never leak it into another cell
+        if not isinstance(content, dict):
+            self._relay(msg_type, content, target, msg.get("metadata"), msg.get("buffers"))
+            return
         self.session.send(
             self.iopub_socket,
             msg_type,
@@ -431,6 +516,22 @@ class OIKernel(Kernel):
             metadata=msg.get("metadata"),
             buffers=msg.get("buffers"),
         )
+
+    def _relay(self, msg_type: str, packed: Any, parent: dict[str, Any],
+               metadata: dict[str, Any] | None, buffers: list[Any] | None) -> None:
+        """Publish a message whose content is already packed (bytes or a zmq.Frame) with a
+        new header and parent: the content is signed and sent as it is, not copied."""
+        session = self.session
+        msg = session.msg(msg_type, {}, parent=parent, metadata=metadata or {})
+        frames = [
+            session.pack(msg["header"]),
+            session.pack(msg["parent_header"]),
+            session.pack(msg["metadata"]),
+            packed,
+            *(buffers or []),
+        ]
+        longest = max(f.nbytes if isinstance(f, memoryview) else len(f) for f in frames)
+        session.send_raw(self.iopub_socket, frames, copy=longest < session.copy_threshold)
 
     # ------------------------------------------------------------------ stdin
     async def ask_stdin(self, prompt: str, password: bool = False) -> str:
@@ -635,6 +736,7 @@ class OIKernel(Kernel):
         return {"status": "ok", "history": items}
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        self._flush_log()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.child.shutdown(), 10)
         if self._session_log is not None:

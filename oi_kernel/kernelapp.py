@@ -30,6 +30,15 @@ class OIKernelApp(IPKernelApp):
     def init_shell(self) -> None:  # no IPython shell in the wrapper
         self.shell = None
 
+    def init_sockets(self) -> None:
+        """No kernel subshells: the wrapper's state (the child's sockets, the engine, the
+        session log) belongs to the main thread's event loop, so a request must not run
+        in a subshell's thread. Without ipykernel's shell-channel thread each request
+        also skips a thread hop each way (0.2–0.4 ms of a direct cell's round trip,
+        benchmarks/overhead.py); comm messages still reach an awaiting cell."""
+        super().init_sockets()
+        self.shell_channel_thread = None
+
 
 def main(**kwargs: Any) -> None:
     OIKernelApp.launch_instance(**kwargs)
