@@ -486,7 +486,7 @@ def _step_outputs(messages: list[dict[str, Any]]) -> list[str]:
 
 
 def _turn_records(log_dir: Path) -> list[dict[str, Any]]:
-    from oi_kernel.session_log import read_log
+    from oi_kernel.record.session_log import read_log
 
     records: list[dict[str, Any]] = []
     for path in sorted(log_dir.glob("*.jsonl")):
@@ -578,21 +578,22 @@ def oneshot_messages(prompt: str, instruction: str) -> list[dict[str, Any]]:
     if prompt in ("generic", "previous"):
         system = GENERIC_PROMPT if prompt == "generic" else PREVIOUS_PROMPT
         return [{"role": "system", "content": system}, {"role": "user", "content": instruction}]
-    from oi_kernel import prompts
-    from oi_kernel.engine import Engine
+    from oi_kernel.core import examples, prompts
+    from oi_kernel.core.engine import Engine
 
     system = prompts.system_prompt(use_tools=False, languages=["python"], cwd=".", small_model=True)
-    examples = prompts.small_model_examples(instruction, Engine.small_model_examples.default_value)
+    examples = examples.closest(instruction, Engine.small_model_examples.default_value)
     return [
         {"role": "system", "content": system},
         *examples,
-        {"role": "user", "content": prompts.small_model_task(instruction)},
+        {"role": "user", "content": examples.task_with_names(instruction)},
     ]
 
 
 def run_oneshot(tasks: list[Task], prompt: str, progress: Callable[[str], None]) -> RunSummary:
     """One model reply per task, its first code block run in a plain python3 kernel."""
-    from oi_kernel import codeblocks, local_model
+    from oi_kernel.core import codeblocks
+    from oi_kernel.llm import local as local_model
 
     model = local_model.get_model()
     first = threading.Event()  # warm-up: load the model, stop after the first token
@@ -653,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write every outcome as JSON here")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
-    from oi_kernel import local_model
+    from oi_kernel.llm import local as local_model
 
     if not local_model.installed():
         print(f"skipped: the embedded model is not installed ({local_model.INSTALL_HINT})")

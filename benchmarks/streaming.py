@@ -105,7 +105,7 @@ def kernel_turn(kernel: BenchKernel, instruction: str) -> dict[str, Any]:
 
 async def _direct_turns(server_url: str, turns: int) -> list[list[float]]:
     """Per turn, the latency of each chunk as our LLM client receives it (the baseline)."""
-    from oi_kernel.llm import LLM
+    from oi_kernel.llm.client import LLM
 
     llm = LLM(
         model="openai/scripted", api_base=server_url, api_key="sk-bench-not-a-real-key-000000"

@@ -38,7 +38,7 @@ def _msg_id(msg: Any) -> str:
 def _at_shutdown(action: Callable[[], None]) -> None:
     """Run ``action`` once when the kernel is asked to shut down (or at exit): the
     kernel app may end the process without running ``atexit`` handlers."""
-    from oi_kernel.kernel import OIKernel
+    from oi_kernel.kernel.kernel import OIKernel
 
     done: list[bool] = []
 
@@ -64,9 +64,9 @@ def _install_trace(path: str) -> None:
     from jupyter_client.channels import AsyncZMQSocketChannel
     from jupyter_client.session import Session
 
-    from oi_kernel import child as child_module
-    from oi_kernel.child import ChildKernel
-    from oi_kernel.kernel import OIKernel
+    from oi_kernel.execution import child as child_module
+    from oi_kernel.execution.child import ChildKernel
+    from oi_kernel.kernel.kernel import OIKernel
 
     trace: Trace = []
     dates: list[tuple[str, str, str, float]] = []  # (parent msg_id, msg_type, state, date)
@@ -94,7 +94,7 @@ def _install_trace(path: str) -> None:
 
     OIKernel.do_execute = do_execute  # type: ignore[method-assign]
 
-    from oi_kernel.runner import ChildRunner
+    from oi_kernel.execution.runner import ChildRunner
 
     original_finish = ChildRunner.finish
 
@@ -129,20 +129,21 @@ def _install_trace(path: str) -> None:
         stamp((now, f"child_{kind}{'_' + state if state else ''}_arrived", parent))
         return msg
 
-    # the child's messages come in through child._next_msg (or get_msg in older code)
+    # the child's messages come in through child.next_msg (or get_msg in older code)
     original_get_msg = AsyncZMQSocketChannel.get_msg
 
     async def get_msg(self: Any, timeout: Any = None) -> dict[str, Any]:
         return record(await original_get_msg(self, timeout))
 
     AsyncZMQSocketChannel.get_msg = get_msg  # type: ignore[method-assign]
-    original_next = getattr(child_module, "_next_msg", None)
+    name = "next_msg" if hasattr(child_module, "next_msg") else "_next_msg"
+    original_next = getattr(child_module, name, None)
     if original_next is not None:
 
         async def next_msg(channel: Any, *args: Any) -> dict[str, Any]:
             return record(await original_next(channel, *args))
 
-        child_module._next_msg = next_msg
+        setattr(child_module, name, next_msg)
 
     original_session_send = Session.send
 
@@ -170,7 +171,7 @@ def _install_profile(path: str, after: int) -> Callable[[], None]:
     start-up and warm-up), until shutdown."""
     import cProfile
 
-    from oi_kernel.kernel import OIKernel
+    from oi_kernel.kernel.kernel import OIKernel
 
     profiler = cProfile.Profile()
     seen = [0]
@@ -202,7 +203,7 @@ def main() -> None:
     if os.environ.get("OI_BENCH_PROFILE"):
         after = int(os.environ.get("OI_BENCH_PROFILE_AFTER", "0"))
         _install_profile(os.environ["OI_BENCH_PROFILE"], after)
-    from oi_kernel.kernelapp import main as kernel_main
+    from oi_kernel.kernel.app import main as kernel_main
 
     kernel_main()
 

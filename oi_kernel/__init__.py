@@ -16,14 +16,14 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext oi_kernel``: the ``%%oi`` and ``%oi`` magics in this IPython shell."""
-    from .magics import load
+    from oi_kernel.magics.magics import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: object) -> None:
     """``%unload_ext oi_kernel``: remove the magics, their input transformer and handlers."""
-    from .magics import unload
+    from oi_kernel.magics.magics import unload
 
     unload(ipython)
 
@@ -34,7 +34,7 @@ _LAZY_API = ("Interpreter",)
 def __getattr__(name: str) -> object:
     """``from oi_kernel import Interpreter`` imports the API module only when asked."""
     if name in _LAZY_API:
-        from . import api
+        from oi_kernel.api import interpreter as api
 
         return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,3 +1,3 @@
-from oi_kernel.kernelapp import main
+from oi_kernel.kernel.app import main
 
 main()

@@ -15,8 +15,7 @@ import psutil
 import pytest
 
 from oi_kernel import Interpreter
-from oi_kernel import engine as E
-from oi_kernel.api import (
+from oi_kernel.api.interpreter import (
     ApprovalChunk,
     CodeChunk,
     MessageChunk,
@@ -26,9 +25,10 @@ from oi_kernel.api import (
     UsageChunk,
     to_chunks,
 )
-from oi_kernel.conversation import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, Usage
+from oi_kernel.core import events as E
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, Usage
 from oi_kernel.errors import ApprovalUnavailableError, OIError
-from oi_kernel.session_log import read_log
+from oi_kernel.record.session_log import read_log
 from tests import llm_server as S
 
 KEY = "sk-test-not-a-real-key-123456"

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oi_kernel.codeblocks import (
+from oi_kernel.core.codeblocks import (
     ToolArgumentsError,
     blocks_from_tool_calls,
     extract_code_blocks,
     parse_tool_arguments,
 )
-from oi_kernel.conversation import CodeBlock, ToolCall
+from oi_kernel.core.types import CodeBlock, ToolCall
 from oi_kernel.errors import OIError
 
 PY = "python"

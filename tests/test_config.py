@@ -10,10 +10,10 @@ from traitlets import Enum, Float, Integer, observe
 from traitlets.config import Config, Configurable
 
 from oi_kernel import config
-from oi_kernel.child import ChildKernel
-from oi_kernel.engine import Engine
+from oi_kernel.core.engine import Engine
 from oi_kernel.errors import OIError
-from oi_kernel.llm import LLM
+from oi_kernel.execution.child import ChildKernel
+from oi_kernel.llm.client import LLM
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oi_kernel.context import SUMMARY_HEAD, fit_messages, total_tokens
+from oi_kernel.core.context import SUMMARY_HEAD, fit_messages, total_tokens
 
 
 def count(text: str) -> int:

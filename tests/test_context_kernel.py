@@ -11,7 +11,7 @@ import zlib
 import nbformat
 import pytest
 
-from oi_kernel.context import SUMMARY_HEAD
+from oi_kernel.core.context import SUMMARY_HEAD
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 from tests.test_kernel import oi_env, sent_tool_results
@@ -35,7 +35,7 @@ def tiny_png(width: int = 3, height: int = 2) -> bytes:
 def request_tokens(body: dict) -> int:
     from litellm.litellm_core_utils.default_encoding import encoding
 
-    from oi_kernel.context import total_tokens
+    from oi_kernel.core.context import total_tokens
 
     return total_tokens(body["messages"], lambda t: len(encoding.encode(t, disallowed_special=())))
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from oi_kernel import conversation_io as cio
-from oi_kernel.conversation import CodeBlock, Decision
+from oi_kernel.core.types import CodeBlock, Decision
+from oi_kernel.record import saved as cio
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 
@@ -44,23 +44,6 @@ STARTS = [0, 4, 8]
 
 
 # ----------------------------------------------------------------------------- pure
-@pytest.mark.parametrize(
-    ("n", "kept_starts", "kept_messages"),
-    [(1, [0, 4], 8), (2, [0], 4), (3, [], 0), (9, [], 0)],
-)
-def test_undo_cuts_at_the_instruction_of_the_nth_last_turn(n, kept_starts, kept_messages):
-    messages, starts = cio.undo_messages(CONVERSATION, STARTS, n)
-    assert starts == kept_starts
-    assert messages == CONVERSATION[:kept_messages]
-    assert len(CONVERSATION) == 12  # the input is not changed
-
-
-def test_undo_of_nothing_and_bad_counts():
-    assert cio.undo_messages([], [], 1) == ([], [])
-    with pytest.raises(cio.OIError, match="at least 1"):
-        cio.undo_messages(CONVERSATION, STARTS, 0)
-
-
 def test_steps_come_from_tool_calls_and_fences_with_what_really_ran():
     outcomes = {
         "id:c2": {"code": "b = 20  # edited", "status": "ok"},  # the user edited it

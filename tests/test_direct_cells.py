@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from oi_kernel.session_log import read_log
+from oi_kernel.record.session_log import read_log
 from tests.kernel_client import KernelSession
 
 

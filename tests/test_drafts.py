@@ -12,8 +12,9 @@ import importlib.util
 import pytest
 
 from benchmarks.small_model_tasks import TASKS
-from oi_kernel import drafts, prompts
-from oi_kernel.engine import REDRAW_TEMPERATURE, Notice
+from oi_kernel.core import drafts, examples
+from oi_kernel.core.events import Notice
+from oi_kernel.core.small_model import REDRAW_TEMPERATURE
 from tests.test_small_model import _engine, _fenced, _printed
 
 # ----------------------------------------------------------------------------- naming values
@@ -43,12 +44,12 @@ from tests.test_small_model import _engine, _fenced, _printed
     ],
 )
 def test_bind_values(task, text, values):
-    assert prompts.bind_values(task) == (text, values)
+    assert examples.bind_values(task) == (text, values)
 
 
 def test_a_task_without_values_is_shown_as_written():
-    assert prompts.small_model_task("Print hello.") == "Print hello."
-    assert prompts.small_model_task("Add 2 and 3.") == "Add a and b.\na = 2\nb = 3"
+    assert examples.task_with_names("Print hello.") == "Print hello."
+    assert examples.task_with_names("Add 2 and 3.") == "Add a and b.\na = 2\nb = 3"
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -108,8 +109,8 @@ def test_no_false_alarm_on_any_reference_answer_or_worked_example():
     (as the model is shown them, values assigned first)."""
     for task in TASKS:
         assert drafts.problems(task.reference, task.instruction) == [], task.name
-    for task, code in prompts.SMALL_EXAMPLES:
-        assigned = "".join(f"{n} = {v}\n" for n, v in prompts.bind_values(task)[1])
+    for task, code in examples.SMALL_EXAMPLES:
+        assigned = "".join(f"{n} = {v}\n" for n, v in examples.bind_values(task)[1])
         assert drafts.problems(assigned + code, task) == [], task
 
 
@@ -204,7 +205,7 @@ def test_no_draft_check_for_capable_models_or_when_off(model, extra):
 
 
 def test_set_aside_drafts_are_in_the_session_log(tmp_path):
-    from oi_kernel.session_log import SessionLog, read_log
+    from oi_kernel.record.session_log import SessionLog, read_log
 
     engine, _, _ = _engine([_fenced("print(n)"), _fenced("print(4)")], [_printed("4\n")])
     log = SessionLog(directory=str(tmp_path))
@@ -232,7 +233,7 @@ HAVE_MODEL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", 
 )
 def test_the_redraw_seed_reaches_the_embedded_model():
     """Same seed, same sample; the seeds the engine uses give different samples."""
-    from oi_kernel.llm import LLM
+    from oi_kernel.llm.client import LLM
 
     llm = LLM(model="local/smollm2")
     messages = [{"role": "user", "content": "Write one sentence about a kernel."}]

@@ -11,16 +11,11 @@ from typing import Any
 import nbformat
 import pytest
 
-from oi_kernel.conversation import code_hash
+from oi_kernel.core.types import code_hash
 from oi_kernel.errors import OIError
-from oi_kernel.export import (
-    build_notebook,
-    compare_outputs,
-    export_notebook,
-    normalize_text,
-    verify_notebook,
-)
-from oi_kernel.session_log import SessionLog, read_log
+from oi_kernel.record.export import build_notebook, export_notebook
+from oi_kernel.record.session_log import SessionLog, read_log
+from oi_kernel.record.verify import compare_outputs, normalize_text, verify_notebook
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -277,7 +272,7 @@ def test_unknown_language_becomes_a_note(tmp_path: Path) -> None:
 
 
 def test_import_is_light() -> None:
-    code = "import sys, oi_kernel.export; print(sorted({'nbformat','nbclient'} & set(sys.modules)))"
+    code = "import sys, oi_kernel.record.export; print(sorted({'nbformat','nbclient'} & set(sys.modules)))"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )

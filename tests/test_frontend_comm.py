@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from oi_kernel.conversation import CodeBlock, Decision, StepRecord, Turn
-from oi_kernel.engine import Engine, StepDone, TextDelta, TurnDone
-from oi_kernel.frontend_comm import TARGET, FrontendComms
-from oi_kernel.llm import LLM
+from oi_kernel.core.engine import Engine
+from oi_kernel.core.events import StepDone, TextDelta, TurnDone
+from oi_kernel.core.types import CodeBlock, Decision, StepRecord, Turn
+from oi_kernel.llm.client import LLM
+from oi_kernel.session.frontend_comm import TARGET, FrontendComms
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 

@@ -255,7 +255,7 @@ def test_no_orphans_after_kernel_is_killed(_server, tmp_path):
 
 def test_log_rebuilds_every_request_the_llm_received(oi, _server):
     """llm_request events store only what is new; together they give back every request."""
-    from oi_kernel.session_log import llm_requests, read_log
+    from oi_kernel.record.session_log import llm_requests, read_log
 
     for i in range(3):
         _server.enqueue(S.tool_call(f"print({i})"), S.text(f"done {i}"))

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from oi_kernel.conversation import Usage
-from oi_kernel.limits import Caps, cap_notice, format_size, launcher_argv, parse_size
+from oi_kernel.core.caps import Caps, cap_notice
+from oi_kernel.core.types import Usage
+from oi_kernel.execution.limits import format_size, launcher_argv, parse_size
 from tests import llm_server as S
 from tests.kernel_client import CellResult, KernelSession
 from tests.test_kernel import oi_env, sent_tool_results

@@ -1,4 +1,4 @@
-"""oi_kernel.llm over real HTTP: the scripted server, litellm, the openai SDK and aiohttp.
+"""oi_kernel.llm.client over real HTTP: the scripted server, litellm, the openai SDK and aiohttp.
 
 Each test runs its own event loop with asyncio.run (no pytest-asyncio needed).
 """
@@ -20,8 +20,8 @@ import pytest
 from openai._utils._transform import PropertyInfo
 from typing_extensions import Required, TypedDict
 
-from oi_kernel.codeblocks import parse_tool_arguments
-from oi_kernel.conversation import Reply
+from oi_kernel.core.codeblocks import parse_tool_arguments
+from oi_kernel.core.types import Reply
 from oi_kernel.errors import (
     LLMAuthError,
     LLMConnectionError,
@@ -31,7 +31,8 @@ from oi_kernel.errors import (
     LLMTimeoutError,
     NotConfiguredError,
 )
-from oi_kernel.llm import LLM, _load_litellm
+from oi_kernel.llm import boundary
+from oi_kernel.llm.client import LLM
 from tests import llm_server as fake
 from tests.llm_server import ScriptedLLMServer
 
@@ -254,7 +255,7 @@ def test_connection_refused(llm_server: ScriptedLLMServer) -> None:
 
 def test_stall_beyond_request_timeout(llm_server: ScriptedLLMServer) -> None:
     llm_server.enqueue(fake.stall(5))
-    _load_litellm()  # its import (seconds) is not part of the timeout
+    boundary.load()  # its import (seconds) is not part of the timeout
     started = time.monotonic()
     with pytest.raises(LLMTimeoutError, match="request_timeout"):
         run(make_llm(llm_server, request_timeout=1.0))
@@ -264,7 +265,7 @@ def test_stall_beyond_request_timeout(llm_server: ScriptedLLMServer) -> None:
 
 def test_stall_midway_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
     llm_server.enqueue(fake.text("First words, then nothing.", chunk_size=12, delay=5))
-    _load_litellm()
+    boundary.load()
     started = time.monotonic()
     with pytest.raises(LLMTimeoutError, match="stalled") as info:
         run(make_llm(llm_server, request_timeout=1.0))
@@ -303,13 +304,14 @@ def test_request_body_skips_the_sdks_no_op_transform() -> None:
     from openai.resources.chat.completions import completions
     from openai.types.chat import completion_create_params as params
 
-    from oi_kernel import llm as llm_module
+    from oi_kernel.llm import fastpath
 
-    llm_module._load_litellm()
+    boundary.own_process()  # the kernel's process: the fast path is installed
+    boundary.load()
     transform = completions.async_maybe_transform
     assert getattr(transform, "_oi_skips_noop", False)
-    assert not llm_module._type_transforms(params.CompletionCreateParamsStreaming)
-    assert llm_module._type_transforms(_Wallet)
+    assert not fastpath._type_transforms(params.CompletionCreateParamsStreaming)
+    assert fastpath._type_transforms(_Wallet)
     body = {"messages": MESSAGES, "model": "m", "stream": True}
     sent = asyncio.run(transform(body, params.CompletionCreateParamsStreaming))
     assert sent == body and sent["messages"] is MESSAGES
@@ -385,7 +387,7 @@ def test_check_configured_does_not_import_litellm() -> None:
     code = (
         "import sys\n"
         "from oi_kernel.errors import NotConfiguredError\n"
-        "from oi_kernel.llm import LLM\n"
+        "from oi_kernel.llm.client import LLM\n"
         "try:\n"
         "    LLM().check_configured()\n"
         "except NotConfiguredError:\n"

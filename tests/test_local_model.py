@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from oi_kernel import local_model
 from oi_kernel.errors import ConfigError, NotConfiguredError
-from oi_kernel.llm import LLM
-from oi_kernel.session_log import read_log
+from oi_kernel.llm import local as local_model
+from oi_kernel.llm.client import LLM
+from oi_kernel.record.session_log import read_log
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 
@@ -128,7 +128,7 @@ def test_reply_ends_after_the_first_code_block(text, kept):
 
 
 def _turn_with(*steps: tuple[str, str]) -> Any:
-    from oi_kernel.conversation import CodeBlock, StepRecord, Turn
+    from oi_kernel.core.types import CodeBlock, StepRecord, Turn
 
     turn = Turn(index=1, instruction="x")
     for i, (code, status) in enumerate(steps, start=1):
@@ -150,10 +150,12 @@ def _turn_with(*steps: tuple[str, str]) -> Any:
     ],
 )
 def test_small_model_turn_ending(small, steps, new, done):
-    from oi_kernel.engine import _small_model_done
+    from oi_kernel.core.engine import Engine
+    from oi_kernel.core.small_model import policy_for
 
     llm = LLM(model="local/smollm2" if small else "gpt-4o-mini")
-    assert _small_model_done(llm, _turn_with(*steps), new) is done
+    policy = policy_for(llm, Engine(executor=None, approver=None, llm=llm))
+    assert policy.turn_done(_turn_with(*steps), new) is done
 
 
 @pytest.fixture

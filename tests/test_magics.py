@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from oi_kernel.magics import _cell_transformer
+from oi_kernel.magics.magics import _cell_transformer
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 
@@ -522,7 +522,7 @@ def test_profile_instructions_and_undo_commands(llm_server, tmp_path):
         ks.execute("%%oi\nsay hello")
         system = llm_server.requests[-1]["messages"][0]["content"]
         assert "Always answer in French." in system
-        assert "Removed from the conversation" in ks.execute("%oi undo").text
+        assert "Removed the last instruction" in ks.execute("%oi undo").text
         llm_server.enqueue(S.text("ok"))
         ks.execute("%%oi\nsecond")
         users = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from oi_kernel.namespace import HIDDEN, MAX_LINE, brief, describe, summarize
+from oi_kernel.core.namespace import HIDDEN, MAX_LINE, brief, describe, summarize
 
 
 class FakeFrame:

@@ -15,9 +15,9 @@ from typing import Any
 import nbformat
 import pytest
 
+from oi_kernel.cli.headless import INJECTED_TAG, has_display, parse_parameters, run_notebook
 from oi_kernel.errors import OIError
-from oi_kernel.export import verify_notebook
-from oi_kernel.headless import INJECTED_TAG, has_display, parse_parameters, run_notebook
+from oi_kernel.record.verify import verify_notebook
 from tests import llm_server as S
 
 ROOT = Path(__file__).resolve().parent.parent

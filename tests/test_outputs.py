@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oi_kernel.outputs import (
-    OutputCollector,
+from oi_kernel.core.output_text import (
     html_to_text,
     image_size,
     outputs_to_text,
     strip_ansi,
     truncate_middle,
 )
+from oi_kernel.core.outputs import OutputCollector
 
 Msg = tuple[str, dict[str, Any]]
 

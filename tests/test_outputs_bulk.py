@@ -9,7 +9,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oi_kernel.outputs import OutputCollector, _StreamText
+from oi_kernel.core.outputs import OutputCollector, _StreamText
 
 
 class _TokensOnly(_StreamText):

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from traitlets.config import Config
 
-from oi_kernel import profiles as P
-from oi_kernel import prompts
-from oi_kernel.engine import Engine
+from oi_kernel.core import prompts
+from oi_kernel.core.engine import Engine
 from oi_kernel.errors import OIError
-from oi_kernel.llm import LLM
+from oi_kernel.llm.client import LLM
+from oi_kernel.session import profile_state as PS
+from oi_kernel.session import profiles as P
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 
@@ -59,7 +60,7 @@ def new_engine(config: Config | None = None) -> Engine:
 
 
 def sources(engine: Engine) -> dict[str, str]:
-    return {key: source for key, _value, source in P.provenance(engine)}
+    return {key: source for key, _value, source in PS.provenance(engine)}
 
 
 # ----------------------------------------------------------------------------- finding
@@ -177,7 +178,7 @@ def test_precedence_default_env_config_profile_magic(isolated, monkeypatch):
         "p",
         "model: openai/from-profile\ntemperature: 0.2\ncontext_budget: 5000\n",
     )
-    applied = P.apply(engine, P.load_profile("p"))
+    applied = PS.apply(engine, P.load_profile("p"))
     assert {c.key for c in applied.changes} == {"model", "temperature", "context_budget"}
     assert (engine.llm.model, engine.llm.temperature, engine.max_steps) == (
         "openai/from-profile",
@@ -191,7 +192,7 @@ def test_precedence_default_env_config_profile_magic(isolated, monkeypatch):
     engine.llm.model = "openai/from-magic"  # what %model does: a later magic wins
     assert sources(engine)["model"] == "magic"
 
-    P.apply(engine, None)  # clear: profile values go back, the magic's stays
+    PS.apply(engine, None)  # clear: profile values go back, the magic's stays
     assert engine.llm.model == "openai/from-magic"
     assert (engine.llm.temperature, engine.context_budget) == (0.7, 0)
     got = sources(engine)
@@ -203,9 +204,9 @@ def test_switching_profiles_reverts_what_only_the_old_one_set(isolated):
     write_profile(profiles, "a", "approval: never\nmax_steps: 3\n")
     write_profile(profiles, "b", "max_steps: 5\n")
     engine = new_engine()
-    P.apply(engine, P.load_profile("a"))
+    PS.apply(engine, P.load_profile("a"))
     assert (engine.approval, engine.max_steps) == ("never", 3)
-    P.apply(engine, P.load_profile("b"))
+    PS.apply(engine, P.load_profile("b"))
     assert (engine.approval, engine.max_steps) == ("always", 5)
     assert sources(engine)["approval"] == "default"
 
@@ -215,16 +216,16 @@ def test_instructions_compose_config_profile_and_session(isolated):
     config.Engine.custom_instructions = "From config."
     engine = new_engine(config)
     write_profile(isolated / "project" / ".oi" / "profiles", "p", "instructions: From profile.\n")
-    P.apply(engine, P.load_profile("p"))
-    P.instructions_command(engine, "From the session.")
+    PS.apply(engine, P.load_profile("p"))
+    PS.instructions_command(engine, "From the session.")
     assert engine.custom_instructions == "From config.\n\nFrom profile.\n\nFrom the session."
-    parts = P.instruction_parts(engine)
+    parts = PS.instruction_parts(engine)
     assert [src for src, _ in parts] == ["config", "profile p", "%instructions"]
-    shown = P.instructions_command(engine, "")
+    shown = PS.instructions_command(engine, "")
     assert "**profile p:**" in shown and "From the session." in shown
-    assert "profile p" in P.instructions_command(engine, "--clear")  # still in effect
+    assert "profile p" in PS.instructions_command(engine, "--clear")  # still in effect
     assert engine.custom_instructions == "From config.\n\nFrom profile."
-    P.apply(engine, None)
+    PS.apply(engine, None)
     assert engine.custom_instructions == "From config."
 
 
@@ -236,7 +237,7 @@ def test_languages_and_system_message_reach_the_prompt(isolated):
         "p",
         "languages: [py]\nsystem_message: You only answer in French.\n",
     )
-    text = P.profile_command(engine, "p")
+    text = PS.profile_command(engine, "p")
     assert "replaces the built-in system prompt" in text
     assert engine.offered_languages() == ["python"]
     assert prompts.execute_tool(engine.offered_languages())["function"]["parameters"]["properties"][
@@ -251,22 +252,22 @@ def test_languages_and_system_message_reach_the_prompt(isolated):
 def test_sandbox_without_a_child_is_reported_not_ignored_silently(isolated):
     engine = new_engine()
     write_profile(isolated / "project" / ".oi" / "profiles", "p", "sandbox: true\n")
-    applied = P.apply(engine, P.load_profile("p"))
+    applied = PS.apply(engine, P.load_profile("p"))
     assert any("`sandbox` is ignored here" in note for note in applied.notes)
 
 
 def test_a_startup_profile_that_fails_blocks_instructions_until_fixed(isolated, monkeypatch):
     monkeypatch.setenv("OI_PROFILE", "missing")
     engine = new_engine()
-    assert P.apply_startup(engine) == "missing"
+    assert PS.apply_startup(engine) == "missing"
     with pytest.raises(P.ProfileError) as info:
         for check in engine.preflight:
             check()
     assert "chosen by OI_PROFILE" in str(info.value)
     assert "No profile named 'missing'" in str(info.value)
     assert "%profile --clear" in str(info.value)
-    assert "⚠️" in P.describe(engine)
-    P.profile_command(engine, "--clear")
+    assert "⚠️" in PS.describe(engine)
+    PS.profile_command(engine, "--clear")
     for check in engine.preflight:
         check()  # no longer raises
 
@@ -275,14 +276,14 @@ def test_config_selects_a_profile_and_env_wins(isolated, monkeypatch):
     config = Config()
     config.Profile.name = "data_analyst"
     engine = new_engine(config)
-    assert P.apply_startup(engine) == "data_analyst"
-    assert engine.max_steps == 15 and "chosen by c.Profile.name" in P.describe(engine)
+    assert PS.apply_startup(engine) == "data_analyst"
+    assert engine.max_steps == 15 and "chosen by c.Profile.name" in PS.describe(engine)
     monkeypatch.setenv("OI_PROFILE", "shell_helper")
     engine = new_engine(config)
-    assert P.apply_startup(engine) == "shell_helper"
+    assert PS.apply_startup(engine) == "shell_helper"
     assert engine.max_steps == 8
-    assert P.active_profile(engine).name == "shell_helper"
-    assert P.active_profile(new_engine()) is None
+    assert PS.active_profile(engine).name == "shell_helper"
+    assert PS.active_profile(new_engine()) is None
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -435,7 +436,7 @@ def test_profile_error_is_an_oi_error():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux only")
 def test_profile_sandbox_restarts_the_child_confined(llm_server, tmp_path):
-    from oi_kernel.sandbox import probe
+    from oi_kernel.execution.sandbox import probe
 
     if probe():
         pytest.skip(f"no sandbox here: {probe()}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oi_kernel import prompts
+from oi_kernel.core import prompts
 
 
 @pytest.mark.parametrize(

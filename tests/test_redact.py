@@ -1,4 +1,4 @@
-"""Tests for oi_kernel.redact: secrets never reach the LLM, logs or exports."""
+"""Tests for oi_kernel.safety.redact: secrets never reach the LLM, logs or exports."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from oi_kernel.redact import (
+from oi_kernel.safety.redact import (
     REDACTED,
     is_secret_name,
     redact,

@@ -26,7 +26,7 @@ from typing import Any
 import psutil
 import pytest
 
-from oi_kernel.session_log import read_log_report
+from oi_kernel.record.session_log import read_log_report
 from tests import llm_server as S
 from tests.kernel_client import CellResult, KernelSession
 from tests.test_kernel import oi_env, sent_tool_results

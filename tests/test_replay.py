@@ -12,15 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from oi_kernel import Interpreter, cli
-from oi_kernel.replay import (
-    RecordedLLM,
-    RecordedTurn,
-    ReplayDivergedError,
-    parse_session,
-    replay_log,
-)
-from oi_kernel.session_log import read_log
+from oi_kernel import Interpreter
+from oi_kernel.api.replay import replay_log
+from oi_kernel.cli import app as cli
+from oi_kernel.llm.recorded import RecordedLLM, ReplayDivergedError
+from oi_kernel.record.replay import RecordedTurn, parse_session
+from oi_kernel.record.session_log import read_log
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 

@@ -1,4 +1,4 @@
-"""Table tests for oi_kernel.risk: what a proposed block gets flagged for, and what not."""
+"""Table tests for oi_kernel.safety.risk: what a proposed block gets flagged for, and what not."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oi_kernel.risk import Flag, format_flags, review
+from oi_kernel.safety.risk import Flag, format_flags, review
 
 # (language, code, expected category, expected line, expected severity)
 FLAGGED = [

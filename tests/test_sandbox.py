@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from oi_kernel import sandbox
 from oi_kernel.errors import ChildKernelError
+from oi_kernel.execution import sandbox
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 from tests.test_card import Frontend, send_shell
@@ -108,7 +108,7 @@ def test_memory_only_spec_keeps_signal_interrupts(tmp_path):
         memory_limit=2 * 1024**3,
     )
     spec = json.loads((tmp_path / name / "kernel.json").read_text())
-    assert spec["argv"][1:6] == ["-m", "oi_kernel.limits", "--memory", str(2 * 1024**3), "--"]
+    assert spec["argv"][1:6] == ["-m", "oi_kernel.execution.limits", "--memory", str(2 * 1024**3), "--"]
     assert "{connection_file}" in spec["argv"]
     assert spec["interrupt_mode"] == "signal"
     assert "bwrap" not in " ".join(spec["argv"])

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from oi_kernel.conversation import Usage, code_hash
+from oi_kernel.core.types import Usage, code_hash
 from oi_kernel.errors import OIError
-from oi_kernel.session_log import (
+from oi_kernel.record.session_log import (
     SCHEMA_VERSION,
     SessionLog,
     default_log_dir,
@@ -130,7 +130,7 @@ def test_sigkill_leaves_every_completed_event(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import os, signal, sys
-        from oi_kernel.session_log import SessionLog
+        from oi_kernel.record.session_log import SessionLog
         log = SessionLog({str(tmp_path)!r}, session_id="killed")
         print(log.path, flush=True)
         for i in range(200):

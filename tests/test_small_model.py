@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 
-from oi_kernel import prompts
-from oi_kernel.conversation import CodeBlock, Reply, StepRecord, Turn
-from oi_kernel.engine import Engine, ExecResult, _small_model_done
-from oi_kernel.llm import LLM
+from oi_kernel.core import examples, prompts
+from oi_kernel.core.engine import Engine
+from oi_kernel.core.executor import ExecResult
+from oi_kernel.core.small_model import SmallModelPolicy
+from oi_kernel.core.types import CodeBlock, Reply, StepRecord, Turn
+from oi_kernel.llm.client import LLM
 
 # ----------------------------------------------------------------------------- compact errors
 
@@ -141,18 +143,18 @@ def test_capable_models_get_the_plain_feedback():
 
 
 def test_examples_are_message_pairs_with_the_closest_last():
-    messages = prompts.small_model_examples("Reverse the string 'abc'.", 3)
+    messages = examples.closest("Reverse the string 'abc'.", 3)
     assert [m["role"] for m in messages] == ["user", "assistant"] * 3
     assert all(m["content"].startswith("```python\n") for m in messages[1::2])
     assert "[::-1]" in messages[-1]["content"]  # the closest example sits next to the task
-    rest = prompts.small_model_examples("Reverse the string 'abc'.", 3, skip=3)
+    rest = examples.closest("Reverse the string 'abc'.", 3, skip=3)
     assert not {m["content"] for m in rest} & {m["content"] for m in messages}
-    assert prompts.small_model_examples("anything", 0) == []
+    assert examples.closest("anything", 0) == []
 
 
 def test_every_worked_example_runs_prints_and_uses_its_values():
-    for task, code in prompts.SMALL_EXAMPLES:
-        text, values = prompts.bind_values(task)
+    for task, code in examples.SMALL_EXAMPLES:
+        text, values = examples.bind_values(task)
         assert values, task  # every example shows how values are named
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -166,7 +168,7 @@ def test_every_worked_example_runs_prints_and_uses_its_values():
 
 
 def test_example_replies_assign_the_values_then_use_the_names():
-    messages = prompts.small_model_examples("What is the sum of the numbers from 1 to 100?", 3)
+    messages = examples.closest("What is the sum of the numbers from 1 to 100?", 3)
     assert messages[-2]["content"] == "Add up the numbers from a to b.\na = 1\nb = 10"
     assert messages[-1]["content"] == "```python\na = 1\nb = 10\nprint(sum(range(a, b + 1)))\n```"
 
@@ -202,10 +204,14 @@ class _Executor:
     """Runs nothing: each block gets the next scripted result."""
 
     sandboxed = False
+    cwd = "/tmp"
 
     def __init__(self, results: list[ExecResult]) -> None:
         self.results = list(results)
         self.ran: list[str] = []
+
+    async def namespace_summary(self) -> str:
+        return ""
 
     async def run(self, block: CodeBlock) -> ExecResult:
         self.ran.append(block.code)
@@ -328,14 +334,14 @@ def test_repeating_the_same_failed_code_ends_the_turn():
 
 
 def test_turn_ending_reads_the_feedback():
-    llm = LLM(model="local/smollm2")
+    policy = SmallModelPolicy(Engine(executor=None, approver=None, llm=LLM(model="local/smollm2")))
     turn = Turn(index=1, instruction="x")
     record = StepRecord(index=1, block=CodeBlock("python", "y = 2"), status="ok")
     record.feedback = prompts.step_feedback("ok", "", code="y = 2", small=True)
     turn.steps.append(record)
-    assert not _small_model_done(llm, turn, 1)
+    assert not policy.turn_done(turn, 1)
     record.feedback = "2"
-    assert _small_model_done(llm, turn, 1)
+    assert policy.turn_done(turn, 1)
 
 
 # ----------------------------------------------------------------------------- the real thing

@@ -1,0 +1,118 @@
+"""What ``Interpreter.chat()`` yields: one typed chunk per thing the user may want to see,
+made from the engine's events (``to_chunks``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from oi_kernel.core import events as E
+from oi_kernel.core.output_text import outputs_to_text
+from oi_kernel.core.types import Turn, Usage
+
+_FULL = 10**9  # outputs_to_text limits for chunks: the caller gets everything
+
+
+@dataclass
+class TextChunk:
+    """A piece of the assistant's reply as it streams."""
+
+    text: str
+
+
+@dataclass
+class CodeChunk:
+    """Code the model proposed; ``flags`` are the risk review's findings."""
+
+    step: int
+    language: str
+    code: str
+    flags: list[Any] = field(default_factory=list)
+    needs_approval: bool = True
+
+
+@dataclass
+class ApprovalChunk:
+    """The decision about a step: approved, edited, skipped, stopped or auto."""
+
+    step: int
+    decision: str
+    code: str = ""  # what runs (the edited text when edited); "" when nothing runs
+
+
+@dataclass
+class OutputChunk:
+    """What a step produced: nbformat v4 ``outputs`` and their plain ``text``."""
+
+    step: int
+    status: str  # ok, error, interrupted, died
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    text: str = ""
+
+
+@dataclass
+class MessageChunk:
+    """The assistant's final answer of an instruction (the reply without code)."""
+
+    text: str
+
+
+@dataclass
+class UsageChunk(Usage):
+    """Tokens and cost of the whole instruction (cost None when unknown)."""
+
+
+@dataclass
+class NoticeChunk:
+    """Something the user should know: a retry, a refused language, the step cap."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+Chunk = (
+    TextChunk | CodeChunk | ApprovalChunk | OutputChunk | MessageChunk | UsageChunk | NoticeChunk
+)
+
+
+def to_chunks(event: E.Event) -> list[Chunk]:
+    """The chunks an engine event becomes (none for bookkeeping events)."""
+    if isinstance(event, E.TextDelta):
+        return [TextChunk(event.text)]
+    if isinstance(event, E.CodeProposed):
+        req = event.request
+        return [
+            CodeChunk(
+                req.step, req.block.language, req.block.code, list(req.flags), event.needs_approval
+            )
+        ]
+    if isinstance(event, E.Decided):
+        decision = event.record.decision
+        if decision is None:
+            return []
+        code = decision.code if decision.action == "run" else ""
+        return [ApprovalChunk(event.record.index, decision.label, code)]
+    if isinstance(event, E.StepDone):
+        return [_output_chunk(event.record.index, event.record.status, event.record.outputs)]
+    if isinstance(event, E.Notice):
+        return [NoticeChunk(event.text, event.level)]
+    if isinstance(event, E.TurnDone):
+        return _turn_chunks(event.turn)
+    return []
+
+
+def _output_chunk(
+    step: int, status: str, outputs: list[dict[str, Any]], note: str = ""
+) -> OutputChunk:
+    text = outputs_to_text(outputs, max_chars=_FULL, max_error_chars=_FULL)
+    return OutputChunk(step, status, outputs, "\n".join(t for t in (text, note) if t))
+
+
+def _turn_chunks(turn: Turn) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    if turn.final_text:
+        chunks.append(MessageChunk(turn.final_text))
+    if turn.llm_calls:
+        u = turn.usage
+        chunks.append(UsageChunk(u.prompt_tokens, u.completion_tokens, u.cost))
+    return chunks

@@ -1,0 +1,1 @@
+"""How a decision about a proposed step is asked: stdin prompt, callback, widget card."""

@@ -1,0 +1,195 @@
+"""The approval card: an ipywidgets box that shows a proposed block and waits for a decision.
+
+Buttons only resolve a future (thread-safely); the cell's coroutine does the
+work, so every output keeps the cell's parent header. Once decided, the card is
+replaced in place by a static HTML record (so a saved notebook shows what was
+decided, even without widget state) and its widgets are closed.
+
+DOM contract with the JupyterLab extension: the pending card root has classes
+``oi-card oi-card-pending``; its buttons ``oi-run``, ``oi-edit``, ``oi-skip``,
+``oi-run-all``, ``oi-stop``; a decided record is ``oi-card oi-card-decided``
+holding ``<pre class="oi-code-ran" data-language=...>`` with the code that ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from oi_kernel.core.types import ApprovalRequest, Decision
+
+Publish = Callable[[str, dict[str, Any]], None]
+
+_ICONS = {"approved": "✅", "edited": "✏️", "skipped": "⏭️", "stopped": "⏹️", "auto": "▶️"}
+
+
+def _flags_html(flags: list[Any]) -> str:
+    if not flags:
+        return ""
+    items = "".join(
+        f"<li><b>{html.escape(f.severity)}</b> · {html.escape(f.category)} — "
+        f"{html.escape(f.reason)}</li>"
+        for f in flags
+    )
+    return f'<ul class="oi-flags" style="margin:2px 0 4px 0;color:#a15c00">{items}</ul>'
+
+
+def header_html(request: ApprovalRequest) -> str:
+    """The card's title line: step, language, risk, sandbox."""
+    parts = [f"<b>Step {request.step}</b>", html.escape(request.block.language)]
+    if request.flags:
+        highs = sum(1 for f in request.flags if f.severity == "high")
+        parts.append(f"⚠️ {len(request.flags)} risk flag{'s' if len(request.flags) > 1 else ''}"
+                     + (f" ({highs} high)" if highs else ""))
+    parts.append("🔒 runs sandboxed" if request.sandboxed else "runs on this machine")
+    return " · ".join(parts) + _flags_html(request.flags)
+
+
+def record_html(request: ApprovalRequest, decision: Decision) -> str:
+    """The static record a decided card turns into."""
+    label = decision.label
+    when = time.strftime("%H:%M:%S", time.localtime(decision.at))
+    reason = f" — {html.escape(decision.reason)}" if decision.reason else ""
+    lang = html.escape(request.block.language, quote=True)
+    head = (f"{_ICONS.get(label, '')} <b>Step {request.step}</b> · {lang} · {label} "
+            f"by {html.escape(decision.by)} at {when}{reason}")
+    body = ""
+    if decision.action == "run":
+        body = (f'<pre class="oi-code-ran" data-language="{lang}" '
+                f'style="margin:4px 0;max-height:16em;overflow:auto">'
+                f"{html.escape(decision.code)}</pre>")
+    return f'<div class="oi-card oi-card-decided">{head}{body}</div>'
+
+
+class ApprovalCard:
+    """One pending card; ``await card.decision`` gives the user's choice."""
+
+    def __init__(self, request: ApprovalRequest, loop: asyncio.AbstractEventLoop) -> None:
+        import ipywidgets as w
+
+        self.request = request
+        self.loop = loop
+        self.decision: asyncio.Future[Decision] = loop.create_future()
+        code = request.block.code
+        self.code = w.Textarea(value=code, disabled=True,
+                               layout=w.Layout(width="100%", height=f"{min(code.count(chr(10)) + 2, 24) * 1.35 + 0.6:.1f}em"))
+        self.code.add_class("oi-code")
+        self.reason = w.Text(placeholder="why skip? (optional, told to the model)",
+                             layout=w.Layout(width="18em"))
+        buttons = [
+            self._button("Run", "oi-run", "success", "Run this code", self._run),
+            self._button("Edit", "oi-edit", "", "Edit the code, then Run", self._edit),
+            self._button("Skip", "oi-skip", "warning", "Do not run; tell the model", self._skip),
+            self._button("Run all", "oi-run-all", "info",
+                         "Run this and the rest of this instruction's steps", self._run_all),
+            self._button("Stop", "oi-stop", "danger", "Stop this instruction", self._stop),
+        ]
+        self.buttons = buttons
+        self.root = w.VBox([
+            w.HTML(header_html(request)),
+            self.code,
+            w.HBox([*buttons, self.reason]),
+        ])
+        self.root.add_class("oi-card")
+        self.root.add_class("oi-card-pending")
+        self.display_id = uuid.uuid4().hex
+
+    def _button(self, text: str, cls: str, style: str, tip: str,
+                handler: Callable[[Any], None]) -> Any:
+        import ipywidgets as w
+
+        button = w.Button(description=text, button_style=style, tooltip=tip,
+                          layout=w.Layout(width="auto"))
+        button.add_class(cls)
+        button.on_click(handler)
+        return button
+
+    # Callbacks run while the cell awaits; they only resolve the future.
+    def _resolve(self, decision: Decision) -> None:
+        def settle() -> None:
+            if not self.decision.done():
+                self.decision.set_result(decision)
+
+        self.loop.call_soon_threadsafe(settle)
+
+    def _current_code(self) -> tuple[str, bool]:
+        text = self.code.value
+        return text, text != self.request.block.code
+
+    def _run(self, _: Any) -> None:
+        code, edited = self._current_code()
+        self._resolve(Decision("run", code, edited=edited))
+
+    def _run_all(self, _: Any) -> None:
+        code, edited = self._current_code()
+        self._resolve(Decision("run", code, edited=edited, run_all=True))
+
+    def _edit(self, _: Any) -> None:
+        self.code.disabled = False
+
+    def _skip(self, _: Any) -> None:
+        self._resolve(Decision("skip", reason=self.reason.value.strip()))
+
+    def _stop(self, _: Any) -> None:
+        self._resolve(Decision("stop", reason=self.reason.value.strip()))
+
+    # ------------------------------------------------------------------ display
+    def show(self, publish: Publish) -> None:
+        data = {
+            "application/vnd.jupyter.widget-view+json": {
+                "version_major": 2, "version_minor": 0, "model_id": self.root.model_id},
+            "text/plain": f"[approval card: step {self.request.step}, {self.request.block.language}]",
+        }
+        publish("display_data", {"data": data, "metadata": {},
+                                 "transient": {"display_id": self.display_id}})
+
+    def finish(self, publish: Publish, decision: Decision) -> None:
+        """Replace the card by its static record and release the widgets."""
+        record = record_html(self.request, decision)
+        plain = f"[step {self.request.step}: {decision.label}]"
+        if decision.action == "run":
+            plain += "\n" + decision.code
+        publish("update_display_data", {
+            "data": {"text/html": record, "text/plain": plain}, "metadata": {},
+            "transient": {"display_id": self.display_id}})
+        _close_tree(self.root)
+
+
+def _close_tree(widget: Any) -> None:
+    """Close a widget and everything inside it (a box left open would point at closed ones)."""
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    widget.close()
+
+
+class WidgetApprover:
+    """Asks with an approval card; ``fallback`` (stdin) when the frontend has no widgets."""
+
+    shows_code = True
+
+    def __init__(self, publish: Publish, widgets_available: Callable[[], bool],
+                 fallback: Any) -> None:
+        self.publish = publish
+        self.widgets_available = widgets_available
+        self.fallback = fallback
+
+    @property
+    def active(self) -> bool:
+        return self.widgets_available()
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        if not self.widgets_available():
+            return await self.fallback.decide(request)
+        card = ApprovalCard(request, asyncio.get_running_loop())
+        card.show(self.publish)
+        try:
+            decision = await card.decision
+        except asyncio.CancelledError:
+            card.finish(self.publish, Decision("stop", reason="interrupted", by="interrupt"))
+            raise
+        card.finish(self.publish, decision)
+        return decision

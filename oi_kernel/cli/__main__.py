@@ -1,0 +1,5 @@
+import sys
+
+from oi_kernel.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,355 @@
+"""The turn loop shared by the kernel, the ``%%oi`` magic and the Python API.
+
+One instruction is one turn: ask the LLM, take the code it proposes, get a decision for
+each block, run what was approved, feed the output back, and repeat until a reply has no
+code, a cap is hit, or the user stops. Two seams make the front doors differ: an
+``Executor`` (where code runs) and an ``Approver`` (how a decision is asked); how the
+loop treats the model is a ``ModelPolicy``. Everything the loop does is reported as
+events to a sink and recorded in the session log. The session that owns an engine is
+assembled in ``oi_kernel.session.assembly``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from oi_kernel.core import codeblocks, prompts
+from oi_kernel.core.caps import Caps, cap_notice
+from oi_kernel.core.context import fit_messages
+from oi_kernel.core.conversation import Conversation
+from oi_kernel.core.events import (
+    EventSink,
+    Notice,
+    ReplyDone,
+    TextDelta,
+    TurnDone,
+)
+from oi_kernel.core.executor import Approver, Executor
+from oi_kernel.core.small_model import Draft, ModelPolicy
+from oi_kernel.core.steps import StepRunner
+from oi_kernel.core.types import (
+    CodeBlock,
+    Reply,
+    StepRecord,
+    Turn,
+    Usage,
+)
+from oi_kernel.errors import ApprovalUnavailableError, InstructionTooLongError, LLMError
+
+CUT_BLOCK_NOTICE = (
+    "The reply reached the model's output token limit inside a code block: that block was "
+    "cut off and was not run. The model was asked to send it again."
+)
+EMPTY_REPLY_NOTICE = (
+    "The model sent an empty reply (no text and no code). Ask again or rephrase; if it keeps "
+    "happening, check the model (`%model`) and its server."
+)
+
+
+class Engine(StepRunner):
+    """The conversation and its turn loop."""
+
+    def __init__(self, executor: Executor, approver: Approver, *, llm: Any, **kwargs: Any) -> None:
+        super().__init__(executor, approver, llm=llm, **kwargs)
+        self.conversation = Conversation()
+        self._last_logged: list[dict[str, Any]] = []  # the previous request, as logged
+        self.usage = Usage()
+        # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
+        self.preflight: list[Callable[[], None]] = []
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation's messages (change them through ``conversation``)."""
+        return self.conversation.messages
+
+    def reset(self) -> None:
+        """Forget the conversation (the executor's state is the caller's business)."""
+        self.conversation.clear()
+        self.log_event("conversation_reset")
+
+    def undo(self, n: int = 1) -> list[str]:
+        """Forget the last ``n`` instructions; returns them."""
+        removed = self.conversation.undo(n)
+        if removed:
+            self.log_event("conversation_undo", turns=len(removed),
+                           messages=len(self.conversation))
+        return removed
+
+    def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
+        """The messages of the next LLM request: system prompt, then the conversation."""
+        policy = self.policy
+        system = prompts.system_prompt(
+            use_tools=use_tools,
+            languages=self.offered_languages(),
+            cwd=self.executor.cwd,
+            extra=self.custom_instructions,
+            small_model=policy.small,
+            base=self.system_message,
+        )
+        messages = [{"role": "system", "content": system}, *self.conversation.messages]
+        fitted = fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
+                              protect_from=self.conversation.protect_from())
+        instruction = self.turns[-1].instruction if self.turns else ""
+        return policy.prepare_request(fitted, self.conversation, instruction)
+
+    def budget_tokens(self) -> int:
+        """The context budget for the next request, in tokens."""
+        if self.context_budget > 0:
+            return self.context_budget
+        window = self.llm.context_window() or 32_000
+        return max(2_000, window - self.reply_reserve)
+
+    # ------------------------------------------------------------ the loop
+    async def _namespace_note(self) -> str:
+        """The user's variables, from executors that share the user's namespace (``%%oi``)."""
+        try:
+            text = await self.executor.namespace_summary()
+        except Exception:  # a summary must never cost the user the turn
+            self.log.exception("namespace summary failed")
+            return ""
+        return f"\n\n[Variables in the user's namespace]\n{text}" if text.strip() else ""
+
+    def _check_instruction(self, instruction: str) -> None:
+        if len(instruction) > self.max_instruction_chars:
+            raise InstructionTooLongError(len(instruction), self.max_instruction_chars)
+
+    async def run_turn(self, instruction: str, emit: EventSink) -> Turn:
+        """Carry out one instruction; returns its record. Cancellation = interrupt."""
+        self.llm.check_configured()
+        for check in self.preflight:
+            check()
+        self._check_instruction(instruction)
+        if notice := self.llm.take_notice():
+            emit(Notice(notice))
+        note = await self._namespace_note()  # before the turn exists: an interrupt here is clean
+        turn = Turn(index=len(self.turns) + 1, instruction=instruction)
+        self.turns.append(turn)
+        self.log_event("turn_start", turn=turn.index, instruction=instruction)
+        self.conversation.start_turn(instruction + note)
+        try:
+            await self._loop(turn, emit)
+        except asyncio.CancelledError:
+            turn.end_reason = "interrupted"
+            self.conversation.close_open_tool_calls(
+                "The user interrupted this step; it did not finish.")
+            raise
+        except LLMError as exc:
+            turn.end_reason = "llm_error"
+            self.conversation.close_open_tool_calls("The step did not run.")
+            if exc.partial_text:
+                self.conversation.append({"role": "assistant", "content": exc.partial_text})
+            raise
+        except ApprovalUnavailableError:
+            turn.end_reason = "approval_unavailable"
+            self.conversation.close_open_tool_calls(
+                "The user could not be asked; the code was not run.")
+            raise
+        except Exception as exc:  # e.g. the child kernel did not start: keep the conversation valid
+            turn.end_reason = "error"
+            self.conversation.close_open_tool_calls(f"The step did not run: {exc}")
+            raise
+        finally:
+            self._end_turn(turn, emit)
+        return turn
+
+    async def _loop(self, turn: Turn, emit: EventSink) -> None:
+        policy = self.policy
+        run_all = False
+        drafts: list[Draft] = []  # this reply's drafts set aside so far (small models)
+        for call in range(1, policy.step_limit() + 1):
+            if notice := self._cap_notice(turn):
+                turn.end_reason = "cap"
+                emit(Notice(notice, "warning"))
+                return
+            reply, blocks, problems = await self._ask(turn, call, emit, policy, len(drafts))
+            if blocks and not problems:
+                blocks = policy.review_drafts(turn, call, reply, blocks, drafts,
+                                              self.conversation, emit, self.log_event)
+                if not blocks:
+                    continue  # set aside: ask again
+            drafts = []
+            if not blocks and not problems:
+                turn.final_text = reply.text
+                turn.end_reason = "done"
+                if not reply.text.strip() and not reply.tool_calls:
+                    emit(Notice(EMPTY_REPLY_NOTICE, "warning"))
+                return
+            run_all, stop = await self._run_blocks(turn, reply, blocks, problems, run_all, emit)
+            if stop:
+                turn.end_reason = "stopped"
+                return
+            if policy.turn_done(turn, len(blocks)):
+                turn.end_reason = "done"
+                return
+        turn.end_reason = "max_steps"
+        emit(Notice(
+            f"Stopped after {policy.step_limit()} LLM calls (the step cap). Say 'continue' to "
+            f"go on, or raise it with {policy.step_limit_setting()}.", "warning"))
+
+    def _end_turn(self, turn: Turn, emit: EventSink) -> None:
+        self.log_event("turn_end", turn=turn.index, reason=turn.end_reason or "error",
+                       steps=len(turn.steps), usage=dataclasses.asdict(turn.usage))
+        emit(TurnDone(turn))
+
+    async def run_code_steps(
+        self, title: str, blocks: list[CodeBlock], emit: EventSink, **log_fields: Any
+    ) -> Turn:
+        """Propose recorded code (``%load --replay``) through the same review, approval and
+        execution path as the model's code, without calling the LLM. The conversation is
+        not changed; the steps are recorded as a turn (``log_fields`` go in its turn_start)."""
+        turn = Turn(index=len(self.turns) + 1, instruction=title)
+        self.turns.append(turn)
+        self.log_event("turn_start", turn=turn.index, instruction=title, **log_fields)
+        run_all = False
+        try:
+            for block in blocks:
+                record = StepRecord(index=len(turn.steps) + 1, block=block)
+                turn.steps.append(record)
+                run_all, stop = await self._run_step(turn, record, run_all, emit)
+                if stop:
+                    turn.end_reason = "stopped"
+                    break
+            else:
+                turn.end_reason = "done"
+        except asyncio.CancelledError:
+            turn.end_reason = "interrupted"
+            raise
+        except ApprovalUnavailableError:
+            turn.end_reason = "approval_unavailable"
+            raise
+        finally:
+            self._end_turn(turn, emit)
+        return turn
+
+    def _request_messages(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The request's messages for the log: only the new ones when the request extends the
+        previous one (``messages_before`` of them are as logged before), so a long session's
+        log grows linearly, not quadratically; the full list after any condensing."""
+        before = self._last_logged
+        self._last_logged = list(messages)
+        if before and len(before) <= len(messages) and messages[: len(before)] == before:
+            return {"messages_before": len(before), "messages": messages[len(before):]}
+        return {"messages_before": 0, "messages": messages}
+
+    async def _ask(
+        self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy, redraw: int = 0
+    ) -> tuple[Reply, list[CodeBlock], list[str]]:
+        """One LLM call; ``redraw`` > 0: the n-th new draft after drafts set aside."""
+        await self.llm.prepare()
+        use_tools = self.llm.uses_tools()
+        messages = self.build_request(use_tools)
+        tools = [prompts.execute_tool(self.offered_languages())] if use_tools else None
+        self.log_event("llm_request", turn=turn.index, step=call, model=self.llm.model,
+                       tools=use_tools, **self._request_messages(messages))
+        try:
+            reply = await self.llm.stream(
+                messages,
+                tools,
+                on_text=lambda delta: emit(TextDelta(delta)),
+                on_retry=lambda text: emit(Notice(text, "warning")),
+                sampling=policy.sampling(redraw),
+            )
+        except LLMError as exc:
+            self.log_event("llm_error", turn=turn.index, step=call, error=str(exc),
+                           partial_text=exc.partial_text)
+            raise
+        turn.llm_calls += 1
+        turn.usage = turn.usage + reply.usage
+        self.usage = self.usage + reply.usage
+        self.log_event(
+            "llm_response",
+            turn=turn.index,
+            step=call,
+            text=reply.text,
+            tool_calls=[dataclasses.asdict(c) for c in reply.tool_calls],
+            usage=dataclasses.asdict(reply.usage),
+            latency_s=round(reply.latency_s, 4),
+            finish_reason=reply.finish_reason,
+        )
+        problems: list[str] = []
+        if reply.tool_calls:
+            blocks, problems = codeblocks.blocks_from_tool_calls(reply.tool_calls)
+            self.conversation.append(_assistant_tool_message(reply))
+        else:
+            blocks = codeblocks.extract_code_blocks(reply.text)
+            if reply.finish_reason == "length":  # the token limit cut the reply: no half block
+                whole = codeblocks.extract_code_blocks(reply.text, allow_unclosed=False)
+                if len(whole) < len(blocks):
+                    blocks, problems = whole, [codeblocks.CUT_BLOCK_PROBLEM]
+            self.conversation.append({"role": "assistant", "content": reply.text})
+        emit(ReplyDone(call, reply, blocks))
+        return reply, blocks, problems
+
+    async def _run_blocks(
+        self,
+        turn: Turn,
+        reply: Reply,
+        blocks: list[CodeBlock],
+        problems: list[str],
+        run_all: bool,
+        emit: EventSink,
+    ) -> tuple[bool, bool]:
+        """Decide and run each block; feed results back. Returns (run_all, stop)."""
+        feedback: list[str] = []
+        stop = False
+        for block in blocks:
+            record = StepRecord(index=len(turn.steps) + 1, block=block)
+            turn.steps.append(record)
+            if stop:
+                record.status = "stopped"
+                record.feedback = "Not run: the user stopped this instruction."
+            else:
+                run_all, stop = await self._run_step(turn, record, run_all, emit)
+            self._answer(block.tool_call_id, record.feedback, feedback)
+        answered = {b.tool_call_id for b in blocks}
+        for call in reply.tool_calls:  # calls that gave no block: say what was wrong
+            if call.id not in answered:
+                self._answer(call.id, "\n".join(problems) or "Unknown tool.", feedback)
+        if problems and not reply.tool_calls:  # markdown mode: a block cut by the token limit
+            feedback.extend(problems)
+            emit(Notice(CUT_BLOCK_NOTICE, "warning"))
+        if feedback:  # markdown mode: one user message with every result
+            self.conversation.append({"role": "user", "content": "\n\n".join(feedback)})
+        self._show_images(turn.steps[len(turn.steps) - len(blocks):])
+        return run_all, stop
+
+    def _answer(self, call_id: str | None, text: str, feedback: list[str]) -> None:
+        """A tool result message (tool mode), or text for the next user message (markdown)."""
+        if call_id:
+            self.conversation.answer_tool_call(call_id, text)
+        else:
+            feedback.append(text)
+
+    def _show_images(self, records: list[StepRecord]) -> None:
+        """Vision models see the images the steps displayed (as a user message after the
+        results, since tool results are text); others get the '[image ...]' description."""
+        images = [
+            f"data:{mime};base64,{data.strip()}"
+            for r in records for o in r.outputs
+            for mime, data in (o.get("data") or {}).items()
+            if mime in ("image/png", "image/jpeg") and isinstance(data, str)
+        ][: self.max_images]
+        if images and self.llm.supports_vision():
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": "The images displayed by the code above:"}]
+            parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
+            self.conversation.append({"role": "user", "content": parts})
+
+    def _cap_notice(self, turn: Turn) -> str:
+        """The message for a token or cost cap this turn or the session reached; "" if none."""
+        caps = Caps(self.max_tokens_per_turn, self.max_cost_per_turn,
+                    self.max_tokens_per_session, self.max_cost_per_session)
+        return cap_notice(caps, turn.usage, self.usage)
+
+def _assistant_tool_message(reply: Reply) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": reply.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ],
+    }

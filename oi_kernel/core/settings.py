@@ -1,0 +1,183 @@
+"""The engine's settings: every ``c.Engine.*`` option, with its environment fallback.
+
+``EngineSettings`` is the base class of ``Engine``, so configuration sections named
+``Engine`` apply; a bad value is reported and the default kept (``oi_kernel.config``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from traitlets import Enum, Float, Integer, List, Unicode, default, observe
+from traitlets.config import LoggingConfigurable
+
+from oi_kernel import config
+from oi_kernel.core.caps import env_number
+from oi_kernel.errors import OIError
+
+
+class EngineSettings(LoggingConfigurable):
+    """What the turn loop may do: approval policy, steps, limits, context, prompt."""
+
+
+    approval = Enum(
+        ["always", "risky", "never"],
+        config=True,
+        help="When to ask before running code: 'always' (every block), 'risky' (only blocks "
+        "the risk review flags), 'never' (run everything: auto-run). Env: OI_APPROVAL; "
+        "OI_AUTO_RUN=1 means 'never'.",
+    )
+
+    @default("approval")
+    def _approval_default(self) -> str:
+        help_text = self.traits()["approval"].help
+        env = config.env_choice("OI_APPROVAL", ["always", "risky", "never"], "", help=help_text)
+        if env:
+            return env
+        return "never" if config.env_flag("OI_AUTO_RUN", help=help_text) else "always"
+
+    max_steps = Integer(
+        10,
+        config=True,
+        help="Most LLM calls for one instruction before the turn stops. Env: OI_MAX_STEPS.",
+    )
+
+    @default("max_steps")
+    def _max_steps_default(self) -> int:
+        return config.env_int("OI_MAX_STEPS", 10, minimum=1, help=self.traits()["max_steps"].help)
+
+    max_instruction_chars = Integer(
+        100_000,
+        config=True,
+        help="Longest instruction (characters) sent to the LLM; a longer one is refused with "
+        "a message before any request (about 4 characters per token: 100,000 is ~25,000 "
+        "tokens). Put large data in a file and name it instead. Env: OI_MAX_INSTRUCTION_CHARS.",
+    )
+
+    @default("max_instruction_chars")
+    def _max_instruction_chars_default(self) -> int:
+        help_text = self.traits()["max_instruction_chars"].help
+        return config.env_int("OI_MAX_INSTRUCTION_CHARS", 100_000, minimum=1, help=help_text)
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
+        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    @observe("max_steps")
+    def _check_max_steps(self, change: dict[str, Any]) -> None:
+        if change["new"] < 1:
+            raise OIError("max_steps must be at least 1 (it counts LLM calls per instruction).")
+
+    small_model_max_steps = Integer(
+        3,
+        config=True,
+        help="Most LLM calls for one instruction with a small local model (local/...): its "
+        "first try and the retries after an error or missing output (the lower of this and "
+        "max_steps applies). Env: OI_SMALL_MODEL_MAX_STEPS.",
+    )
+
+    @default("small_model_max_steps")
+    def _small_model_max_steps_default(self) -> int:
+        help_text = self.traits()["small_model_max_steps"].help
+        return config.env_int("OI_SMALL_MODEL_MAX_STEPS", 3, minimum=1, help=help_text)
+
+    small_model_examples = Integer(
+        3,
+        config=True,
+        help="Worked examples sent to a small local model with each request (those closest "
+        "to the instruction, from examples.SMALL_EXAMPLES); 0: none.",
+    )
+
+    small_model_redraws = Integer(
+        2,
+        config=True,
+        help="Drafts of a small local model that may be set aside per instruction because the "
+        "code itself shows a mistake (a name it never set, a value of the instruction left "
+        "out, invalid syntax, nothing printed; see oi_kernel.core.drafts); the model is then asked "
+        "again, sampling at temperature 0.5 with a fixed seed per redraw. Each redraw is an "
+        "LLM call within small_model_max_steps. 0: propose every draft.",
+    )
+
+    step_timeout = Float(
+        config=True,
+        help="Seconds one code block may run before it is interrupted (the child kernel is "
+        "restarted if it does not stop within a few seconds) and the LLM is told it timed out; "
+        "0: no limit. Env: OI_STEP_TIMEOUT.",
+    )
+    max_tokens_per_turn = Integer(
+        config=True, help="Most tokens (prompt + completion) one instruction may use; 0: no cap. "
+        "Env: OI_MAX_TOKENS.",
+    )
+    max_cost_per_turn = Float(
+        config=True, help="Most cost in USD one instruction may use (models with a known price); "
+        "0: no cap. Env: OI_MAX_COST.",
+    )
+    max_tokens_per_session = Integer(
+        config=True, help="Most tokens the whole session may use; 0: no cap. "
+        "Env: OI_MAX_SESSION_TOKENS.",
+    )
+    max_cost_per_session = Float(
+        config=True, help="Most cost in USD the whole session may use; 0: no cap. "
+        "Env: OI_MAX_SESSION_COST.",
+    )
+
+    @default("step_timeout")
+    def _step_timeout_default(self) -> float:
+        return env_number("OI_STEP_TIMEOUT")
+
+    @default("max_tokens_per_turn")
+    def _max_tokens_per_turn_default(self) -> int:
+        return int(env_number("OI_MAX_TOKENS"))
+
+    @default("max_cost_per_turn")
+    def _max_cost_per_turn_default(self) -> float:
+        return env_number("OI_MAX_COST")
+
+    @default("max_tokens_per_session")
+    def _max_tokens_per_session_default(self) -> int:
+        return int(env_number("OI_MAX_SESSION_TOKENS"))
+
+    @default("max_cost_per_session")
+    def _max_cost_per_session_default(self) -> float:
+        return env_number("OI_MAX_SESSION_COST")
+
+    max_output_chars = Integer(
+        6000, config=True, help="Characters of a step's output the LLM sees (head + tail)."
+    )
+    context_budget = Integer(
+        0,
+        config=True,
+        help="Most prompt tokens per request. Older turns are condensed to fit (outputs first, "
+        "then code, then whole turns become one-line summaries); the system prompt, the current "
+        "instruction and the previous turn are kept. 0: the model's input limit from litellm's "
+        "model map minus reply_reserve (32,000 when unknown). Env: OI_CONTEXT_BUDGET.",
+    )
+
+    @default("context_budget")
+    def _context_budget_default(self) -> int:
+        return config.env_int("OI_CONTEXT_BUDGET", 0, minimum=0,
+                              help=self.traits()["context_budget"].help)
+
+    reply_reserve = Integer(
+        4096, config=True, help="Tokens kept free for the reply when the budget is automatic."
+    )
+    max_images = Integer(
+        3, config=True, help="Most images per step shown to a vision-capable model."
+    )
+    custom_instructions = Unicode(
+        "", config=True, help="Text appended to the system prompt (your own instructions)."
+    )
+    system_message = Unicode(
+        "",
+        config=True,
+        help="Replaces the built-in system prompt (custom_instructions are still appended). "
+        "Risky: the built-in prompt tells the model how to propose code (the execute tool or "
+        "fenced blocks) and that each step is approved; without that the model may stop "
+        "writing runnable code. Empty: the built-in prompt.",
+    )
+    languages = List(
+        Unicode(),
+        config=True,
+        help="Languages offered to the model (a subset of those installed, e.g. ['python']); "
+        "empty: every available one.",
+    )

@@ -1,0 +1,181 @@
+"""How the turn loop treats the model: one policy object instead of checks spread through it.
+
+``ModelPolicy`` is the default for a capable model and changes nothing. A small model
+(``SmallModelPolicy``) cannot be trusted the same way, so the loop gets help at five
+points: fewer LLM calls per instruction; worked examples close to the instruction in the
+request (with the instruction's values named); its drafts checked before anyone is asked
+to approve them (set aside and redrawn when the code visibly cannot be right, brackets it
+left open closed); compact error feedback; and the turn ended once its code ran cleanly
+and showed a result (such a model does not know when it is done).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from oi_kernel.core import drafts as checks
+from oi_kernel.core import examples, prompts
+from oi_kernel.core.conversation import Conversation
+from oi_kernel.core.events import EventSink, Notice
+from oi_kernel.core.languages import normalize_language
+from oi_kernel.core.output_text import outputs_to_text
+from oi_kernel.core.types import CodeBlock, Reply, Turn
+
+REDRAW_TEMPERATURE = 0.5  # a new draft after one was set aside: near the greedy answer
+Log = Callable[..., None]
+
+
+@dataclass
+class Draft:
+    """A small model's reply whose code showed mistakes before it ran."""
+
+    problems: list[str]
+    text: str
+    blocks: list[CodeBlock]
+
+
+class ModelPolicy:
+    """A capable model: the loop as it is."""
+
+    small = False
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings  # the engine's settings (EngineSettings)
+
+    def step_limit(self) -> int:
+        """LLM calls allowed for one instruction."""
+        return self.settings.max_steps
+
+    def step_limit_setting(self) -> str:
+        """Where the user raises ``step_limit``."""
+        return "OI_MAX_STEPS / c.Engine.max_steps"
+
+    def prepare_request(self, request: list[dict[str, Any]], conversation: Conversation,
+                        instruction: str) -> list[dict[str, Any]]:
+        """The request as sent (after the context budget was applied)."""
+        return request
+
+    def sampling(self, redraw: int) -> dict[str, Any] | None:
+        """Request parameters for the ``redraw``-th new draft (0: the first)."""
+        return None
+
+    def review_drafts(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
+                      drafts: list[Draft], conversation: Conversation, emit: EventSink,
+                      log: Log) -> list[CodeBlock]:
+        """The blocks to propose; [] asks the model again."""
+        return blocks
+
+    def output_text(self, outputs: list[dict[str, Any]], code: str, max_chars: int) -> str:
+        """What the model reads of a step's outputs."""
+        return outputs_to_text(outputs, max_chars=max_chars)
+
+    def turn_done(self, turn: Turn, new_steps: int) -> bool:
+        """Whether the turn ends after these steps without asking the model again."""
+        return False
+
+
+class SmallModelPolicy(ModelPolicy):
+    """A small local model (``local/...``): see the module docstring."""
+
+    small = True
+
+    def step_limit(self) -> int:
+        return max(1, min(self.settings.max_steps, self.settings.small_model_max_steps))
+
+    def step_limit_setting(self) -> str:
+        if self.step_limit() < self.settings.max_steps:
+            return "OI_SMALL_MODEL_MAX_STEPS / c.Engine.small_model_max_steps"
+        return super().step_limit_setting()
+
+    def prepare_request(self, request: list[dict[str, Any]], conversation: Conversation,
+                        instruction: str) -> list[dict[str, Any]]:
+        """Worked examples close to the current instruction, as user/assistant pairs just
+        before it (the tail is never cut), with the built-in prompt only."""
+        if not conversation.turn_starts or self.settings.system_message.strip():
+            return request
+        start = conversation.turn_starts[-1]
+        if start >= len(conversation):
+            return request
+        at = len(request) - (len(conversation) - start)
+        shown = examples.closest(instruction, self.settings.small_model_examples)
+        task = request[at]
+        content = task.get("content")
+        if isinstance(content, str) and content.startswith(instruction) and shown:
+            # the instruction as the examples show tasks: its values named (only here, in
+            # the request; the conversation keeps what the user wrote)
+            content = examples.task_with_names(instruction) + content[len(instruction):]
+            task = {**task, "content": content}
+        return [*request[:at], *shown, task, *request[at + 1:]]
+
+    def sampling(self, redraw: int) -> dict[str, Any] | None:
+        return {"temperature": REDRAW_TEMPERATURE, "seed": redraw} if redraw else None
+
+    def review_drafts(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
+                      drafts: list[Draft], conversation: Conversation, emit: EventSink,
+                      log: Log) -> list[CodeBlock]:
+        """Python code is checked before anyone is asked to approve it (``drafts.problems``).
+        A draft with visible mistakes is set aside ([] returned: ask again) while redraws
+        and LLM calls remain; after the last one, the draft with the fewest mistakes (the
+        earliest among equals) goes on as the reply."""
+        redraws = self.settings.small_model_redraws
+        if redraws <= 0 or not all(normalize_language(b.language) == "python" for b in blocks):
+            return blocks
+        blocks = [_close_brackets(block, conversation, emit) for block in blocks]
+        known = checks.names_bound_by(s.block.code for t in self.settings.turns for s in t.steps)
+        found = [p for b in blocks for p in checks.problems(b.code, turn.instruction, known)]
+        if not found:
+            return blocks
+        drafts.append(Draft(found, reply.text, blocks))
+        log("draft_set_aside", turn=turn.index, step=call,
+            code="\n\n".join(b.code for b in blocks), problems=found)
+        if len(drafts) <= redraws and call < self.step_limit():
+            conversation.drop_last()  # the draft's assistant message: the model tries afresh
+            emit(Notice(f"Draft {len(drafts)} set aside: {'; '.join(found)}. Asking the "
+                        f"model for another (LLM call {call + 1} of {self.step_limit()})."))
+            return []
+        best = min(drafts, key=lambda d: len(d.problems))
+        if best is not drafts[-1]:
+            conversation.messages[-1] = {"role": "assistant", "content": best.text}
+        emit(Notice(f"No draft without visible mistakes; proposing draft "
+                    f"{drafts.index(best) + 1} ({'; '.join(best.problems)}).", "warning"))
+        return best.blocks
+
+    def output_text(self, outputs: list[dict[str, Any]], code: str, max_chars: int) -> str:
+        """The failing line and the error, not the traceback."""
+        return prompts.small_model_output_text(outputs, code, max_chars)
+
+    def turn_done(self, turn: Turn, new_steps: int) -> bool:
+        """A reply whose code all ran without error and showed output ends the turn (shown
+        its output, SmolLM2 writes more code). An error or a silent run is fed back so the
+        model can fix it, unless it just repeated code that already ran in this turn (with
+        greedy decoding it would repeat it until the step cap)."""
+        if new_steps == 0:
+            return False
+        new, earlier = turn.steps[-new_steps:], turn.steps[:-new_steps]
+        if all(step.status == "ok" for step in new) and not any(
+            prompts.shows_no_result(step.feedback) for step in new
+        ):
+            return True
+        tried = {step.block.code.strip() for step in earlier}
+        return any(step.block.code.strip() in tried for step in new)
+
+
+def _close_brackets(block: CodeBlock, conversation: Conversation, emit: EventSink) -> CodeBlock:
+    """A block whose only mistake is a bracket left open, closed (in the conversation too,
+    so the model sees the code that runs)."""
+    fixed = checks.close_brackets(block.code)
+    if fixed is None:
+        return block
+    last = conversation.messages[-1]
+    if last.get("role") == "assistant" and isinstance(last.get("content"), str):
+        last["content"] = last["content"].replace(block.code, fixed, 1)
+    emit(Notice("Closed a bracket the model left open (its code did not parse)."))
+    return dataclasses.replace(block, code=fixed)
+
+
+def policy_for(llm: Any, settings: Any) -> ModelPolicy:
+    """The policy for the engine's current model."""
+    return SmallModelPolicy(settings) if llm.is_small_model else ModelPolicy(settings)

@@ -1,0 +1,199 @@
+"""What happens to one proposed block: risk review, the decision (asked or automatic),
+the run with its timeout, and the feedback the model reads, each recorded in the session
+log. ``StepRunner`` is the engine's base: it holds the seams (executor, approver), the
+LLM and the session's secrets; ``Engine`` adds the conversation and the turn loop."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import Any
+
+from traitlets import Instance
+
+from oi_kernel.core import prompts
+from oi_kernel.core.caps import timeout_feedback, timeout_notice
+from oi_kernel.core.events import CodeProposed, Decided, EventSink, Notice, StepDone
+from oi_kernel.core.executor import Approver, ExecResult, Executor
+from oi_kernel.core.languages import available_languages, normalize_language
+from oi_kernel.core.settings import EngineSettings
+from oi_kernel.core.small_model import ModelPolicy, policy_for
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, code_hash
+from oi_kernel.safety.redact import SecretSet
+from oi_kernel.safety.risk import HIGH, Flag, format_flags, review
+
+
+class StepRunner(EngineSettings):
+    """Runs proposed blocks through review, decision and execution."""
+
+    llm = Instance(object, help="The LLM client (``oi_kernel.llm.client.LLM`` or a stand-in).")
+    log_sink = Instance(object, allow_none=True, help="A SessionLog (or None).")
+
+    def __init__(self, executor: Executor, approver: Approver, *, llm: Any, **kwargs: Any) -> None:
+        super().__init__(llm=llm, **kwargs)
+        self.executor = executor
+        self.approver = approver
+        self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
+        self.turns: list[Turn] = []
+
+    @property
+    def auto_run(self) -> bool:
+        return self.approval == "never"
+
+    @property
+    def policy(self) -> ModelPolicy:
+        """How the loop treats the current model (small models get help)."""
+        return policy_for(self.llm, self)
+
+    def step_limit(self) -> int:
+        """LLM calls allowed for one instruction with the current model."""
+        return self.policy.step_limit()
+
+    # ------------------------------------------------------------ helpers
+    def log_event(self, event: str, **fields: Any) -> None:
+        """Record an event in the session log; a failing log never breaks a turn."""
+        if self.log_sink is not None:
+            try:
+                self.log_sink.write(event, **fields)
+            except Exception:
+                self.log.exception("session log write failed")
+
+    def offered_languages(self) -> list[str]:
+        """The available languages, limited to ``languages`` when that is set."""
+        wanted = {normalize_language(name) for name in self.languages}
+        return [n for n in available_languages() if not self.languages or n in wanted]
+
+    async def _run_step(
+        self, turn: Turn, record: StepRecord, run_all: bool, emit: EventSink
+    ) -> tuple[bool, bool]:
+        block = record.block
+        language = normalize_language(block.language)
+        flags = review_or_flag(language or block.language, block.code)
+        request = ApprovalRequest(turn.index, record.index, block, flags, self.executor.sandboxed)
+        self.log_event("code_proposed", turn=turn.index, step=record.index,
+                       language=block.language, code=block.code, sha256=code_hash(block.code),
+                       flags=[dataclasses.asdict(f) for f in flags])
+        if language is None or language not in self.offered_languages():
+            record.status = "refused"
+            record.feedback = (f"Language '{block.language}' is not available here. Use one of: "
+                               + ", ".join(self.offered_languages()) + ".")
+            emit(Notice(record.feedback, "warning"))
+            return run_all, False
+        emit(CodeProposed(request, self.needs_approval(request, run_all)))
+        decision = await self._decide(request, run_all)
+        record.decision = decision
+        ran = decision.action == "run"
+        self.log_event("decision", turn=turn.index, step=record.index, action=decision.label,
+                       code=decision.code if ran else "",
+                       sha256=code_hash(decision.code) if ran else "",
+                       reason=decision.reason, by=decision.by)
+        emit(Decided(record))
+        if not ran:
+            record.status = "stopped" if decision.action == "stop" else "skipped"
+            why = f" Reason: {decision.reason}" if decision.reason else ""
+            record.feedback = (
+                "The user stopped this instruction; the code was not run." + why
+                if decision.action == "stop"
+                else "The user declined to run this code." + why
+            )
+            return run_all, decision.action == "stop"
+        ran_block = CodeBlock(language, decision.code, block.tool_call_id)
+        await self._execute(turn, record, ran_block, format_flags(flags), emit)
+        emit(StepDone(record))
+        return run_all or decision.run_all, False
+
+    def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
+        """Whether the policy asks the user about this block."""
+        if self.approval == "never" or run_all:
+            return False
+        return not (self.approval == "risky" and not request.flags)
+
+    async def _decide(self, request: ApprovalRequest, run_all: bool) -> Decision:
+        if not self.needs_approval(request, run_all):
+            return Decision("run", request.block.code, by="auto")
+        return await self.approver.decide(request)
+
+    async def _execute(
+        self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str, emit: EventSink
+    ) -> None:
+        started = time.monotonic()
+        try:
+            result = await self._run_with_timeout(block)
+        except asyncio.CancelledError:
+            record.status = "interrupted"
+            record.duration_s = time.monotonic() - started
+            record.feedback = prompts.step_feedback("interrupted", "")
+            self._log_execution(turn, record, block)
+            raise
+        record.duration_s = time.monotonic() - started
+        if result is None:  # the step timeout stopped it (the executor interrupted the child)
+            record.status = "interrupted"
+            record.feedback = prompts.step_feedback(
+                "timeout", timeout_feedback(self.step_timeout), flags)
+            emit(Notice(timeout_notice(self.step_timeout), "warning"))
+            self._log_execution(turn, record, block)
+            return
+        record.status = result.status
+        record.outputs = result.outputs
+        if result.status == "died":
+            emit(Notice(result.message, "error"))  # the user sees it too, not only the model
+        policy = self.policy
+        text = result.message or policy.output_text(result.outputs, block.code,
+                                                    self.max_output_chars)
+        text = self.secrets.redact(text)  # before the LLM sees it
+        record.feedback = prompts.step_feedback(result.status, text, flags, block.code,
+                                                policy.small)
+        self._log_execution(turn, record, block)
+
+    async def _run_with_timeout(self, block: CodeBlock) -> ExecResult | None:
+        """The executor's result, or None when ``step_timeout`` expired first.
+
+        On expiry the run is cancelled, which the executor turns into an interrupt
+        of the child (and a restart if it will not stop). A cancellation from
+        outside (the user's interrupt) still propagates.
+        """
+        if not self.step_timeout:
+            return await self.executor.run(block)
+        task = asyncio.ensure_future(self.executor.run(block))
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()
+
+        timer = asyncio.get_running_loop().call_later(self.step_timeout, expire)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if expired and task.cancelled():
+                return None
+            raise
+        finally:
+            timer.cancel()
+
+    def _log_execution(self, turn: Turn, record: StepRecord, block: CodeBlock) -> None:
+        self.log_event(
+            "execution",
+            turn=turn.index,
+            step=record.index,
+            language=block.language,
+            code=block.code,
+            sha256=code_hash(block.code),
+            status=record.status,
+            outputs=record.outputs,
+            duration_s=round(record.duration_s, 4),
+            feedback=record.feedback,
+        )
+
+
+def review_or_flag(language: str, code: str) -> list[Flag]:
+    """The risk review's flags; when the review itself fails, one high flag saying the code
+    is unreviewed (it fails closed: under the ``risky`` policy such a block asks)."""
+    try:
+        return review(language, code)
+    except Exception as exc:
+        text = (f"the risk review failed ({type(exc).__name__}: {exc}), so this code was not "
+                "reviewed: read it yourself before running it")
+        return [Flag(0, "unreviewed", HIGH, text)]

@@ -1,0 +1,465 @@
+"""The child IPython kernel: its lifecycle, and the message pump between it and us.
+
+The child is started through jupyter_client's ``AsyncKernelManager`` with a
+kernelspec (so its provisioner decides how and where it runs), over ``ipc``
+sockets in a private 0700 directory, with unsigned messages (see ``_start``). One
+persistent task reads each of the child's iopub, shell and stdin channels and
+dispatches by parent ``msg_id``; a single watchdog notices when the child dies.
+The owner (the wrapper kernel) receives every iopub message through ``on_iopub``
+and re-parents it; output messages arrive with their content still packed
+(``PACKED_TYPES``), so relaying them costs no JSON decoding or encoding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from traitlets import Bool, Float, Unicode, default
+from traitlets.config import LoggingConfigurable
+
+from oi_kernel import config
+from oi_kernel.errors import ChildDiedError, ChildKernelError
+from oi_kernel.execution.wire import PACKED_TYPES, _loads, next_msg
+
+IopubHandler = Callable[[dict[str, Any]], None]
+InputHandler = Callable[[str, bool, str], Awaitable[str]]
+
+
+def _runs_locally(km: Any) -> bool:
+    """Whether the kernel manager starts its kernel here, on our ipc sockets (the local
+    provisioner), rather than through a provisioner that may run it elsewhere."""
+    from jupyter_client.provisioning import KernelProvisionerFactory
+
+    try:
+        metadata = km.kernel_spec.metadata or {}
+    except Exception:  # no such kernelspec: start_kernel reports it
+        return False
+    name = (metadata.get("kernel_provisioner") or {}).get("provisioner_name")
+    name = name or KernelProvisionerFactory.instance().default_provisioner_name
+    return km.transport == "ipc" and name == "local-provisioner"
+
+
+class _Pending:
+    """One request to the child; ``done`` resolves with the reply's content once the reply
+    and, for executions, the idle status (all output is in) have arrived."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, wants_idle: bool) -> None:
+        self.done: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._reply: dict[str, Any] | None = None
+        self._idle = not wants_idle
+
+    def got_reply(self, content: dict[str, Any]) -> None:
+        self._reply = content
+        self._finish()
+
+    def got_idle(self) -> None:
+        self._idle = True
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._reply is not None and self._idle and not self.done.done():
+            self.done.set_result(self._reply)
+
+    def fail(self, error: BaseException) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
+            self.done.exception()  # mark retrieved: a failure nobody awaits is not an error
+
+
+class ChildKernel(LoggingConfigurable):
+    """A child kernel that runs the approved code, so variables persist across turns."""
+
+    kernel_name = Unicode(
+        config=True,
+        help="Kernelspec name of the child kernel that runs approved code. It must be an "
+        "IPython kernel (cell magics run the other languages). Env: OI_CHILD_KERNEL.",
+    )
+
+    @default("kernel_name")
+    def _kernel_name_default(self) -> str:
+        return os.environ.get("OI_CHILD_KERNEL", "python3")
+
+    startup_timeout = Float(
+        60.0,
+        config=True,
+        help="Seconds to wait for the child kernel to answer after starting. "
+        "Env: OI_CHILD_STARTUP_TIMEOUT.",
+    )
+
+    @default("startup_timeout")
+    def _startup_timeout_default(self) -> float:
+        help_text = self.traits()["startup_timeout"].help
+        return config.env_float("OI_CHILD_STARTUP_TIMEOUT", 60.0, minimum=0.1, help=help_text)
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
+        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+    watchdog_interval = Float(
+        0.25, config=True, help="Seconds between checks that the child kernel is still alive."
+    )
+    cwd = Unicode("", config=True, help="Working directory of the child kernel; empty means ours.")
+    sandboxed = Bool(False, help="Set by the sandbox provisioner when the child is confined.")
+    sandbox = Bool(
+        config=True,
+        help="Run the child kernel inside bubblewrap: read-only file system except the working "
+        "directory, private /tmp, no network, credentials in $HOME hidden, secret environment "
+        "variables removed. Refuses to start (never runs unconfined) where bwrap or user "
+        "namespaces are missing. Env: OI_SANDBOX=1. Magic: %sandbox on|off.",
+    )
+
+    @default("sandbox")
+    def _sandbox_default(self) -> bool:
+        return os.environ.get("OI_SANDBOX", "").strip().lower() in {"1", "true", "yes", "on"}
+
+    memory_limit = Unicode(
+        config=True,
+        help="Cap on the child kernel's address space (RLIMIT_AS), e.g. '2G', '512M' or bytes; "
+        "empty or 0: no cap. A runaway allocation then raises MemoryError and the kernel lives. "
+        "Libraries that reserve much virtual memory (many BLAS threads) need a higher cap. "
+        "Env: OI_MEMORY_LIMIT.",
+    )
+
+    @default("memory_limit")
+    def _memory_limit_default(self) -> str:
+        return os.environ.get("OI_MEMORY_LIMIT", "").strip()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.on_iopub: IopubHandler = lambda msg: None
+        self.on_input: InputHandler | None = None
+        self.km: Any = None
+        self.kc: Any = None
+        self._dir: str | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._starting: asyncio.Task[None] | None = None
+        self._dead_reason = ""
+        self.restarts = 0
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def is_running(self) -> bool:
+        return self.kc is not None and not self._dead_reason
+
+    def start_soon(self) -> asyncio.Task[None]:
+        """Start the child in the background (idempotent); await the task to wait for it."""
+        if self._starting is None or (self._starting.done() and not self.is_running):
+            self._starting = asyncio.ensure_future(self._start())
+        return self._starting
+
+    async def ensure_running(self) -> bool:
+        """Wait for a running child, starting a new one if it died. True when restarted."""
+        if self._starting is not None and not self._starting.done():
+            await asyncio.shield(self._starting)  # an interrupted cell must not kill the start
+        if self.is_running:
+            return False
+        restarted = self.km is not None
+        if restarted:
+            await self._cleanup()
+            self.restarts += 1
+        await asyncio.shield(self.start_soon())
+        return restarted
+
+    async def _start(self) -> None:
+        from jupyter_client.manager import AsyncKernelManager
+
+        self._dead_reason = ""
+        self._dir = tempfile.mkdtemp(prefix="oi-")  # 0700; short path for ipc sockets
+        try:
+            spec_kw, start_kw = self._launch_options(self.cwd or os.getcwd())
+        except Exception:
+            await self._cleanup()
+            raise
+        km = AsyncKernelManager(
+            **spec_kw,
+            transport="ipc",
+            ip=os.path.join(self._dir, "k"),
+            connection_file=os.path.join(self._dir, "kernel.json"),
+        )
+        self.km = km
+        if _runs_locally(km):
+            # An unsigned link: the sockets are ipc files in our private 0700 directory, so
+            # whoever can reach them is our user and can read the key in kernel.json too;
+            # signing would protect nothing. It cost an HMAC of every message on both
+            # sides (18 ms for a 20 MB output; benchmarks/throughput.py). ipykernel
+            # accepts unsigned messages when its key is empty.
+            km.session.key = b""
+            # No sleep after each execution: ipykernel sleeps 0.5 ms before replying in
+            # case late output would otherwise reach a client after the reply. We wait
+            # for the child's idle status instead, which follows all of its output on
+            # the same socket, so the sleep only delayed every cell and step.
+            start_kw["extra_arguments"] = ["--Kernel._execute_sleep=0"]
+        try:
+            await km.start_kernel(cwd=self.cwd or os.getcwd(), **start_kw)
+            kc = km.client()
+            kc.start_channels()
+            await kc.wait_for_ready(timeout=self.startup_timeout)
+        except Exception as exc:
+            await self._cleanup()
+            raise ChildKernelError(
+                f"The child kernel '{self.kernel_name}' did not start: {exc}\n"
+                "Check that the kernelspec exists (`jupyter kernelspec list`) and starts on its "
+                "own, or choose another with OI_CHILD_KERNEL / c.ChildKernel.kernel_name. "
+                f"If it is only slow to start, wait longer than {self.startup_timeout:g} s with "
+                "OI_CHILD_STARTUP_TIMEOUT / c.ChildKernel.startup_timeout."
+            ) from exc
+        self.kc = kc
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._read_iopub()),
+            loop.create_task(self._read_shell()),
+            loop.create_task(self._read_stdin()),
+            loop.create_task(self._watchdog()),
+        ]
+        self.log.info("child kernel %s started in %s", self.kernel_name, self._dir)
+
+    def _launch_options(self, cwd: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Kernel-manager and start_kernel options: the configured kernelspec as is, or one
+        derived from it in our private directory (sandbox and/or memory limit)."""
+        self.sandboxed = False
+        try:
+            from oi_kernel.execution.limits import parse_size
+
+            memory = parse_size(self.memory_limit)
+        except ValueError as exc:
+            raise ChildKernelError(f"c.ChildKernel.memory_limit / OI_MEMORY_LIMIT: {exc}") from exc
+        if not (self.sandbox or memory):
+            return {"kernel_name": self.kernel_name}, {}
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        from oi_kernel.execution.sandbox import child_env, write_child_spec
+
+        assert self._dir is not None
+        root = os.path.join(self._dir, "spec")
+        name = write_child_spec(
+            root,
+            self.kernel_name,
+            workspace=cwd,
+            private_dir=self._dir,
+            sandbox=self.sandbox,
+            memory_limit=memory,
+        )
+        spec_kw = {"kernel_name": name, "kernel_spec_manager": KernelSpecManager(kernel_dirs=[root])}
+        self.sandboxed = self.sandbox
+        return spec_kw, ({"env": child_env(os.environ)} if self.sandbox else {})
+
+    async def shutdown(self) -> None:
+        """Stop the child and remove its private directory."""
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            with contextlib.suppress(BaseException):
+                await self._starting
+        await self._cleanup(graceful=True)
+
+    async def _cleanup(self, graceful: bool = False) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        self._fail_pending(ChildDiedError("The child kernel was shut down."))
+        kc, km, self.kc, self.km = self.kc, self.km, None, None
+        if kc is not None:
+            kc.stop_channels()
+        if km is not None:
+            with contextlib.suppress(Exception):
+                if graceful and await km.is_alive():
+                    await asyncio.wait_for(km.shutdown_kernel(now=False), 5)
+            with contextlib.suppress(Exception):
+                if await km.is_alive():
+                    await km.shutdown_kernel(now=True)
+            with contextlib.suppress(Exception):
+                await km.cleanup_resources()
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    async def interrupt(self) -> None:
+        """Forward an interrupt (signal or message, as the kernelspec says)."""
+        if self.km is not None and self.is_running:
+            with contextlib.suppress(Exception):
+                await self.km.interrupt_kernel()
+
+    # ----------------------------------------------------------------- requests
+    def send(
+        self,
+        msg_type: str,
+        content: dict[str, Any],
+        msg_id: str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        buffers: list[Any] | None = None,
+        channel: str = "shell",
+    ) -> str:
+        """Send a message to the child without waiting; returns its msg_id."""
+        if self.kc is None:
+            raise ChildDiedError("The child kernel is not running.")
+        session = self.kc.session
+        msg = session.msg(msg_type, content, metadata=metadata)
+        if msg_id:
+            msg["header"]["msg_id"] = msg_id
+            msg["msg_id"] = msg_id
+        sock = self.kc.control_channel if channel == "control" else self.kc.shell_channel
+        session.send(sock.socket, msg, buffers=buffers)
+        return msg["header"]["msg_id"]
+
+    def submit(
+        self,
+        msg_type: str,
+        content: dict[str, Any],
+        msg_id: str | None = None,
+        *,
+        wait_idle: bool = False,
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Send a shell request now; the future resolves with the reply's content (for
+        executions once all output has arrived) or fails with ``ChildDiedError``."""
+        if not self.is_running:
+            raise ChildDiedError(self._dead_reason or "The child kernel is not running.")
+        pending = _Pending(asyncio.get_running_loop(), wait_idle)
+        mid = msg_id or self.kc.session.msg_id
+        self._pending[mid] = pending
+
+        def forget(_: Any) -> None:
+            if self._pending.get(mid) is pending:
+                del self._pending[mid]
+
+        pending.done.add_done_callback(forget)
+        try:
+            self.send(msg_type, content, mid)
+        except BaseException as exc:
+            pending.fail(exc)
+            raise
+        return pending.done
+
+    async def request(
+        self,
+        msg_type: str,
+        content: dict[str, Any],
+        msg_id: str | None = None,
+        *,
+        wait_idle: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send a shell request and wait for its reply (and idle, for executions)."""
+        done = self.submit(msg_type, content, msg_id, wait_idle=wait_idle)
+        return await asyncio.wait_for(done, timeout)
+
+    def submit_execute(
+        self,
+        code: str,
+        msg_id: str | None = None,
+        *,
+        allow_stdin: bool = False,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict[str, str] | None = None,
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Send ``code`` for execution now; see ``submit``."""
+        content = {
+            "code": code,
+            "silent": silent,
+            "store_history": store_history,
+            "user_expressions": user_expressions or {},
+            "allow_stdin": allow_stdin,
+            "stop_on_error": False,
+        }
+        return self.submit("execute_request", content, msg_id, wait_idle=not silent)
+
+    async def execute(
+        self,
+        code: str,
+        msg_id: str | None = None,
+        *,
+        allow_stdin: bool = False,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``code``; returns the execute_reply content once all output has arrived."""
+        return await self.submit_execute(
+            code,
+            msg_id,
+            allow_stdin=allow_stdin,
+            silent=silent,
+            store_history=store_history,
+            user_expressions=user_expressions,
+        )
+
+    @staticmethod
+    def unpack(content: Any) -> dict[str, Any]:
+        """The content of a message the pump left packed (``PACKED_TYPES``): JSON as
+        bytes or in a ``zmq.Frame``."""
+        return content if isinstance(content, dict) else _loads(content)
+
+    # ----------------------------------------------------------------- pumps
+    async def _read_iopub(self) -> None:
+        channel = self.kc.iopub_channel
+        while True:
+            msg = await next_msg(channel, PACKED_TYPES)
+            msg_type = msg["header"]["msg_type"]
+            if msg_type == "status":
+                if msg["content"]["execution_state"] == "idle":
+                    pending = self._pending.get(msg["parent_header"].get("msg_id"))
+                    if pending is not None:
+                        pending.got_idle()
+                continue
+            if msg_type == "execute_input":
+                continue
+            try:
+                self.on_iopub(msg)
+            except Exception:
+                self.log.exception("error forwarding a child iopub message")
+
+    async def _read_shell(self) -> None:
+        channel = self.kc.shell_channel
+        while True:
+            msg = await next_msg(channel)
+            pending = self._pending.get(msg["parent_header"].get("msg_id"))
+            if pending is not None:
+                pending.got_reply(msg["content"])
+
+    async def _read_stdin(self) -> None:
+        channel = self.kc.stdin_channel
+        while True:
+            msg = await next_msg(channel)
+            if msg["header"]["msg_type"] != "input_request":
+                continue
+            content = msg["content"]
+            value = ""
+            try:
+                if self.on_input is not None:
+                    value = await self.on_input(
+                        content.get("prompt", ""),
+                        bool(content.get("password")),
+                        msg["parent_header"].get("msg_id", ""),
+                    )
+            except Exception:
+                self.log.exception("input request failed")
+            if self.kc is not None:
+                self.kc.input(value)
+
+    async def _watchdog(self) -> None:
+        while True:
+            await asyncio.sleep(self.watchdog_interval)
+            km = self.km
+            if km is None:
+                return
+            if not await km.is_alive():
+                code = None
+                with contextlib.suppress(Exception):
+                    code = km.provisioner.process.returncode  # type: ignore[union-attr]
+                self._dead_reason = (
+                    "The child kernel died"
+                    + (f" (exit code {code})" if code is not None else "")
+                    + ". Its variables were lost; it restarts on the next cell."
+                )
+                self._fail_pending(ChildDiedError(self._dead_reason))
+                return
+
+    def _fail_pending(self, error: BaseException) -> None:
+        for pending in list(self._pending.values()):
+            pending.fail(error)

@@ -1,0 +1,222 @@
+"""Run code in a ``ChildKernel`` and collect what it printed as nbformat outputs.
+
+``ChildRunner`` is the piece every front door that owns a child kernel needs:
+start the child when needed (and notice a restart), send one execute request
+whose ``msg_id`` the caller may choose, route the child's iopub messages to that
+request's ``OutputCollector`` by parent ``msg_id``, and on cancellation interrupt
+the child (restarting it if it will not stop). It is an ``engine.Executor``.
+``prepare`` + ``start`` + ``finish`` split ``run_code`` for a caller that sends
+the request before it can await (the kernel's direct cells) or reads the outputs
+later (after the reply).
+
+A front door that also shows the output live (the kernel re-parents it to the
+frontend's cell) passes ``forward``: every iopub message goes there before it
+is collected, with output content still packed (JSON bytes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from oi_kernel.core.executor import ExecResult
+from oi_kernel.core.languages import as_ipython_cell
+from oi_kernel.core.outputs import OUTPUT_TYPES, OutputCollector
+from oi_kernel.core.types import CodeBlock
+from oi_kernel.errors import ChildDiedError
+from oi_kernel.execution.child import ChildKernel
+
+STOP_GRACE_S = 3.0
+
+
+class Execution:
+    """One execute request sent to the child: the collector of its output and the
+    future of its reply."""
+
+    def __init__(self, msg_id: str, collector: OutputCollector) -> None:
+        self.msg_id = msg_id
+        self.collector = collector
+        self.reply: asyncio.Future[dict[str, Any]] | None = None
+        self.content: dict[str, Any] = {}  # the execute_reply's content, once finished
+
+
+class ChildRunner:
+    """Runs approved code in a child kernel and collects its outputs."""
+
+    def __init__(
+        self,
+        child: ChildKernel,
+        *,
+        on_restart: Callable[[], None] | None = None,
+        forward: Callable[[dict[str, Any]], None] | None = None,
+        timeout: float | None = None,
+        request: Callable[[], tuple[str | None, bool]] | None = None,
+    ) -> None:
+        self.child = child
+        self.timeout = timeout  # seconds one block may run (``run``); None: no limit
+        self.on_restart = on_restart
+        self.forward = forward
+        # for ``run``: the msg_id to reuse and whether stdin may be asked (the kernel's cell)
+        self.request = request or (lambda: (None, False))
+        self.last_payload: list[dict[str, Any]] = []  # of the latest execute_reply
+        self._collectors: dict[str, OutputCollector] = {}
+        self._lost = False  # a stuck run made us shut the child down: say so on the next run
+        child.on_iopub = self._on_iopub
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.child.sandboxed
+
+    @property
+    def cwd(self) -> str:
+        """The working directory the code runs in (for the system prompt)."""
+        return self.child.cwd or os.getcwd()
+
+    async def namespace_summary(self) -> str:
+        """The child's namespace is its own: the model sees what earlier steps printed."""
+        return ""
+
+    async def run(self, block: CodeBlock) -> ExecResult:
+        """The ``Executor`` seam: run one approved block (other languages via cell magics)."""
+        source = as_ipython_cell(block.language, block.code)
+        msg_id, allow_stdin = self.request()
+        return await self.run_code(
+            source, msg_id=msg_id, allow_stdin=allow_stdin, timeout=self.timeout
+        )
+
+    @property
+    def ready(self) -> bool:
+        """Whether ``start`` may be called without ``prepare``: the child runs and no
+        restart is to be announced."""
+        return self.child.is_running and not self._lost
+
+    def start(
+        self,
+        code: str,
+        *,
+        msg_id: str | None = None,
+        allow_stdin: bool = False,
+        store_history: bool = True,
+    ) -> Execution:
+        """Send IPython source to the running child (see ``prepare``) now; ``finish``
+        waits for it. Raises ``ChildDiedError`` when the child is not running."""
+        msg_id = msg_id or f"oi-run-{uuid.uuid4().hex}"
+        run = Execution(msg_id, OutputCollector())
+        self._collectors[msg_id] = run.collector
+        try:
+            run.reply = self.child.submit_execute(
+                code, msg_id, allow_stdin=allow_stdin, store_history=store_history
+            )
+        except BaseException:
+            self.discard(run)
+            raise
+        return run
+
+    async def run_code(
+        self,
+        code: str,
+        *,
+        msg_id: str | None = None,
+        allow_stdin: bool = False,
+        store_history: bool = True,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        """Run IPython source; never leaves it running (cancel = interrupt the child).
+
+        After ``timeout`` seconds the child is interrupted and the result's status
+        is "interrupted".
+        """
+        await self.prepare()
+        try:
+            run = self.start(
+                code, msg_id=msg_id, allow_stdin=allow_stdin, store_history=store_history
+            )
+        except ChildDiedError as exc:
+            self.last_payload = []
+            return ExecResult("died", [], str(exc))
+        return await self.finish(run, timeout)
+
+    async def prepare(self) -> None:
+        """Make ``start`` possible: a running child, its restart announced."""
+        restarted = await self.child.ensure_running()
+        if (restarted or self._lost) and self.on_restart is not None:
+            self.on_restart()
+        self._lost = False
+
+    async def finish(
+        self, run: Execution, timeout: float | None = None, *, collect: bool = True
+    ) -> ExecResult:
+        """Wait for a started execution and return what it printed (see ``run_code``).
+        ``collect=False`` leaves the outputs empty: read ``run.collector`` later (it
+        decodes large output only when read)."""
+        self.last_payload = []
+        assert run.reply is not None
+
+        def result(status: str, message: str = "") -> ExecResult:
+            return ExecResult(status, run.collector.outputs if collect else [], message)
+
+        try:
+            run.content = await asyncio.wait_for(asyncio.shield(run.reply), timeout)
+        except ChildDiedError as exc:
+            return result("died", str(exc))
+        except asyncio.TimeoutError:
+            await self.stop(run.reply)
+            return result("interrupted", _timeout_message(timeout))
+        except asyncio.CancelledError:
+            await self.stop(run.reply)
+            raise
+        finally:
+            self.discard(run)
+        self.last_payload = run.content.get("payload") or []
+        return result(_status(run.content))
+
+    def discard(self, run: Execution) -> None:
+        """Stop collecting the execution's output (it still reaches ``forward``)."""
+        if self._collectors.get(run.msg_id) is run.collector:
+            del self._collectors[run.msg_id]
+
+    async def stop(self, task: asyncio.Future[Any]) -> None:
+        """Interrupt the child's execution; restart the child if it will not stop."""
+        if task.done():
+            return
+        await self.child.interrupt()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), STOP_GRACE_S)
+        except BaseException:  # noqa: B036 (any outcome: we only care whether it stopped)
+            if not task.done():
+                self.child.log.warning("child did not stop after an interrupt; restarting it")
+                task.cancel()
+                await self.child.shutdown()
+                self._lost = True
+
+    def _on_iopub(self, msg: dict[str, Any]) -> None:
+        """Forward first, then collect: output content arrives packed (see
+        ``wire.PACKED_TYPES``) and is relayed as it came; the collector decodes it
+        when it is read."""
+        try:
+            if self.forward is not None:
+                self.forward(msg)
+        finally:
+            msg_type = msg["header"]["msg_type"]
+            collector = self._collectors.get(msg["parent_header"].get("msg_id") or "")
+            if collector is not None and msg_type in OUTPUT_TYPES:
+                content = msg["content"]
+                if isinstance(content, dict):
+                    collector.add(msg_type, content)
+                else:
+                    collector.add_packed(msg_type, content, self.child.unpack)
+
+
+def _status(reply: dict[str, Any]) -> str:
+    if reply.get("status") == "ok":
+        return "ok"
+    if reply.get("ename") == "KeyboardInterrupt":
+        return "interrupted"
+    return "error"
+
+
+def _timeout_message(timeout: float | None) -> str:
+    return f"Interrupted after {timeout:g} s (the time limit for one step)."

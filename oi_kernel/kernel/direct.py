@@ -1,0 +1,143 @@
+"""Direct cells of the Open Interpreter kernel: ``%%python`` bodies and ``!`` shell lines run
+in the child as they are, without the model.
+
+They are the kernel's fast path (benchmarks/overhead.py): a ``%%python`` cell is sent to the
+child as soon as its request is read (``_request_read``), and its session-log record is
+written just after the reply (``_log_later``), so neither waits on the other.
+``DirectCells`` is a part of ``OIKernel``: it uses the kernel's session (``oi``), child
+proxy and current request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from oi_kernel.core.executor import ExecResult
+from oi_kernel.errors import ChildDiedError
+from oi_kernel.execution.runner import Execution
+
+LOG_DELAY_S = 0.01  # see DirectCells._log_later
+
+
+class DirectCells:
+    """Running direct cells, and the session-log records written after the reply."""
+
+    oi: Any
+    proxy: Any
+    execution_count: int
+    _early: Execution | None
+    _early_seen: str | None
+    _allow_stdin: bool
+    _last_payload: list[dict[str, Any]]
+    _log_queue: list[tuple[str, Callable[[], dict[str, Any]]]]
+    _log_failure: str
+
+    def _request_read(self, parent: dict[str, Any]) -> None:
+        """An execute request was read: start it in the child now if it is a direct cell."""
+        header = parent.get("header") or {}
+        msg_id = header.get("msg_id")
+        if header.get("msg_type") == "execute_request" and msg_id != self._early_seen:
+            self._early_seen = msg_id  # set_parent also restores a running cell's parent
+            if self._early is not None:  # started, but its request was never handled
+                self.oi.runner.discard(self._early)
+            self._early = None
+            with contextlib.suppress(Exception):  # anything odd: run_direct starts it
+                self._early = self._start_early(parent)
+
+    def _start_early(self, parent: dict[str, Any]) -> Execution | None:
+        """Send a ``%%python`` cell to the child as soon as its request is read, before
+        ipykernel publishes busy and execute_input and calls ``do_execute``: the child
+        starts while we do that bookkeeping (0.3–0.4 ms of a round trip,
+        benchmarks/overhead.py). Its output cannot overtake busy and execute_input: it
+        is only forwarded once the request's handler awaits, inside ``do_execute``.
+
+        None when the request is not such a cell, will not run (silent, aborted after an
+        error, a subshell's) or a restart is due: ``run_direct`` then starts it."""
+        content = parent.get("content") or {}
+        header = parent.get("header") or {}
+        if content.get("silent") or header.get("subshell_id") or getattr(self, "_aborting", 0):
+            return None
+        code = str(content.get("code", "")).lstrip()
+        if not code.startswith("%%python") or not header.get("msg_id") or not self.oi.runner.ready:
+            return None
+        self.proxy.route(header["msg_id"], parent)
+        body = code.split("\n", 1)[1] if "\n" in code else ""
+        allow_stdin = bool(content.get("allow_stdin"))
+        return self.oi.runner.start(body, msg_id=header["msg_id"], allow_stdin=allow_stdin)
+
+    async def run_direct(self, kind: str, code: str) -> dict[str, Any] | None:
+        """A cell that bypasses the LLM: run it in the child as is. Its record, outputs
+        included, is logged after the reply: decoding a large output first delayed it."""
+        started = time.monotonic()
+        run: Execution | None = None
+        self._last_payload = []
+        try:
+            run = await self._start_in_child(code)
+        except ChildDiedError as exc:
+            result = ExecResult("died", [], str(exc))
+        else:
+            result = await self.oi.runner.finish(run, collect=False)
+            self._last_payload = self.oi.runner.last_payload
+        _ = self.oi.log  # opened now: a log that cannot be opened fails this cell
+        duration = round(time.monotonic() - started, 4)
+        self._log_later("direct", lambda: {
+            "kind": kind,
+            "code": code,
+            "status": result.status,
+            "outputs": run.collector.outputs if run is not None else [],
+            "duration_s": duration,
+        })
+        if result.status == "died":
+            raise ChildDiedError(result.message)
+        if result.status == "ok" and self._last_payload:  # e.g. the pager for `print?`
+            return {"status": "ok", "execution_count": self.execution_count,
+                    "payload": self._last_payload, "user_expressions": {}}
+        if result.status == "error":
+            err = run.content if run is not None else {}  # the child's execute_reply
+            return {
+                "status": "error",
+                "execution_count": self.execution_count,
+                "ename": err.get("ename", "Error"),
+                "evalue": err.get("evalue", ""),
+                "traceback": err.get("traceback", []),
+            }
+        return None
+
+    async def _start_in_child(self, code: str) -> Execution:
+        """The cell's execution in the child: the one ``set_parent`` started, or a new
+        one. Its request reuses the cell's msg_id, so widgets' Output capture and
+        echo_update work for widgets that user code creates in the child."""
+        msg_id, _ = self._child_request_id()
+        early, self._early = self._early, None
+        if early is not None and early.msg_id == msg_id:
+            return early
+        if early is not None:
+            self.oi.runner.discard(early)
+        await self.oi.runner.prepare()
+        return self.oi.runner.start(code, msg_id=msg_id, allow_stdin=self._allow_stdin)
+
+    # ------------------------------------------------------------------ the log, after the reply
+    def _log_later(self, event: str, fields: Callable[[], dict[str, Any]]) -> None:
+        """Write a session-log event ``LOG_DELAY_S`` after the cell has replied: decoding,
+        redacting and encoding a large output took tens of ms before the reply, and
+        started at once it held the GIL that the threads sending the reply and idle
+        need. ``fields`` is called then. The next request or the shutdown first writes
+        what is still queued, so the log keeps its order."""
+        self._log_queue.append((event, fields))
+
+    def _flush_log(self) -> None:
+        queue, self._log_queue = self._log_queue, []
+        for event, fields in queue:
+            try:
+                self.oi.log_event(event, **fields())
+            except Exception as exc:  # the cell has replied: say so in the next one
+                self.log.error("session log write failed: %s", exc)
+                self._log_failure = str(exc)
+
+    def _report_log_failure(self) -> None:
+        if self._log_failure:
+            text, self._log_failure = self._log_failure, ""
+            self.publish("stream", {"name": "stderr", "text": f"Session log: {text}\n"})

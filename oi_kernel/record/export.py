@@ -1,0 +1,294 @@
+"""Session log -> notebook.
+
+``export_notebook`` turns a session log into an ordinary ``python3`` notebook:
+each instruction as a markdown cell, then exactly the code that ran (the edited
+text when the user edited it) with the outputs it produced, and provenance in the
+metadata; ``record.verify`` checks that it still reproduces.
+
+nbformat is imported inside the functions so that importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from oi_kernel.core.languages import as_ipython_cell
+from oi_kernel.core.types import code_hash
+from oi_kernel.errors import OIError
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+FAILED_STATUSES = frozenset({"error", "interrupted", "died"})
+
+
+# ---------------------------------------------------------------- export
+
+
+def export_notebook(
+    log_path: str | Path,
+    out_path: str | Path,
+    *,
+    include_failed: bool = False,
+    force: bool = False,
+    title: str | None = None,
+) -> Path:
+    """Write the notebook of the session in ``log_path`` to ``out_path``; return its path.
+
+    Refuses to overwrite an existing file unless ``force``. Lines of the log that
+    can't be read are skipped with a warning (a torn last line silently).
+    """
+    from oi_kernel.record.session_log import read_log_report
+
+    out = Path(out_path).expanduser()
+    if out.exists() and not force:
+        raise OIError(f"{out} exists; pass --force (or force=True) to overwrite.")
+    records, problems = read_log_report(log_path)
+    if not records:
+        raise OIError(f"{log_path} holds no events; is it an oi_kernel session log?")
+    serious = [p for p in problems if "incomplete last event" not in p]
+    if serious:
+        warnings.warn(f"{log_path}: " + "; ".join(serious), stacklevel=2)
+    nb = build_notebook(records, include_failed=include_failed, log_path=log_path, title=title)
+    _write_notebook(nb, out)
+    return out
+
+
+def _write_notebook(nb: NotebookNode, out: Path) -> None:
+    import nbformat
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            nbformat.write(nb, f)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def build_notebook(
+    records: list[dict[str, Any]],
+    *,
+    include_failed: bool = False,
+    log_path: str | Path | None = None,
+    title: str | None = None,
+) -> NotebookNode:
+    """The notebook of a session's records (see docs/session-log.md), validated.
+
+    ``title`` None gives a default heading with the session's provenance; ``""``
+    leaves the heading cell out.
+    """
+    import nbformat
+
+    builder = _Builder(include_failed)
+    for record in records:
+        builder.add(record)
+    start = builder.start
+    meta = {
+        "version": _version(),
+        "session": start.get("session") or _first(records, "session"),
+        "log": str(Path(log_path).resolve()) if log_path is not None else None,
+        "model": start.get("model"),
+        "kernel": start.get("kernel"),
+        "cwd": start.get("cwd"),
+        "started": start.get("t") or _first(records, "t"),
+        "exported_at": _utc_now(),
+    }
+    cells = builder.cells
+    if title != "":
+        cells.insert(0, _markdown(_title_text(title, meta)))
+    for i, cell in enumerate(cells):
+        cell["id"] = f"oi-{i}"
+    nb = nbformat.v4.new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": dict(KERNELSPEC),
+            "language_info": {"name": "python", "file_extension": ".py"},
+            "oi_kernel": meta,
+        },
+    )
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as exc:
+        raise OIError(f"The exported notebook is not valid nbformat: {exc.message}") from exc
+    return nb
+
+
+class _Builder:
+    """Walks the records in order and collects the cells."""
+
+    def __init__(self, include_failed: bool) -> None:
+        self.include_failed = include_failed
+        self.cells: list[Any] = []
+        self.start: dict[str, Any] = {}
+        self.count = 0
+        self.decisions: dict[tuple[Any, Any], dict[str, Any]] = {}
+        self.model: str | None = None  # of the latest llm_request
+
+    def add(self, r: dict[str, Any]) -> None:
+        event = r.get("event")
+        key = (r.get("turn"), r.get("step"))
+        if event == "session_start" and not self.start:
+            self.start = r
+        elif event == "turn_start":
+            self.cells.append(_markdown(_instruction_text(r.get("turn"), r.get("instruction"))))
+        elif event == "llm_request" and r.get("model"):
+            self.model = r["model"]
+        elif event == "decision":
+            self.decisions[key] = r
+        elif event == "execution":
+            self._code(r, self._execution_meta(r))
+        elif event == "direct":
+            self._code(r, self._direct_meta(r))
+        elif event == "child_restart":
+            reason = f": {r['reason']}" if r.get("reason") else ""
+            self.cells.append(_markdown(f"*(The kernel restarted here{reason}.)*"))
+
+    def _execution_meta(self, r: dict[str, Any]) -> dict[str, Any]:
+        decision = self.decisions.get((r.get("turn"), r.get("step")), {})
+        return {
+            "turn": r.get("turn"),
+            "step": r.get("step"),
+            "sha256": r.get("sha256"),
+            "decision": decision.get("action"),
+            "by": decision.get("by"),
+            "language": r.get("language"),
+            "model": self.model or self.start.get("model"),
+            "time": r.get("t"),
+        }
+
+    def _direct_meta(self, r: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "direct": r.get("kind"),
+            "sha256": code_hash(r.get("code") or ""),
+            "language": "python",
+            "time": r.get("t"),
+        }
+
+    def _code(self, r: dict[str, Any], meta: dict[str, Any]) -> None:
+        import nbformat
+
+        status = r.get("status")
+        decision = meta.get("decision")
+        if decision in ("skipped", "stopped"):  # nothing ran, whatever the log says
+            return
+        if status != "ok" and not (self.include_failed and status in FAILED_STATUSES):
+            return
+        source = _source(r)
+        if source is None:
+            lang = r.get("language")
+            self.cells.append(
+                _markdown(f"*(A step in {lang!r}, which this version can't export.)*")
+            )
+            return
+        if r.get("event") == "execution" and r.get("sha256"):
+            if code_hash(r.get("code") or "") != r["sha256"]:
+                meta["sha256_mismatch"] = True  # usually a secret redacted out of the code
+        if status != "ok":
+            meta["failed"] = status
+            self.cells.append(_markdown(f"*(This step failed when it ran: {status}.)*"))
+        self.count += 1
+        outputs = [o for o in (_output(o, self.count) for o in r.get("outputs") or []) if o]
+        self.cells.append(
+            nbformat.v4.new_code_cell(
+                source=source,
+                execution_count=self.count,
+                outputs=outputs,
+                metadata={"oi_kernel": {k: v for k, v in meta.items() if v is not None}},
+            )
+        )
+
+
+def _source(r: dict[str, Any]) -> str | None:
+    """The IPython source of an execution or direct record; None if not exportable."""
+    code = r.get("code") or ""
+    if r.get("event") == "direct":
+        if r.get("kind") == "shell" and not code.lstrip().startswith(("!", "%")):
+            return "!" + code
+        return code
+    try:
+        return as_ipython_cell(r.get("language") or "python", code)
+    except KeyError:
+        return None
+
+
+def _output(o: Any, count: int) -> Any:
+    """A clean nbformat v4 output from a recorded one; None for an unknown kind."""
+    import nbformat
+
+    if not isinstance(o, dict):
+        return None
+    kind = o.get("output_type")
+    if kind == "stream":
+        return nbformat.v4.new_output(
+            "stream", name=o.get("name", "stdout"), text=_text(o.get("text"))
+        )
+    if kind in ("display_data", "execute_result"):
+        out = nbformat.v4.new_output(
+            "display_data", data=dict(o.get("data") or {}), metadata=dict(o.get("metadata") or {})
+        )
+        if kind == "execute_result":
+            out["output_type"] = "execute_result"
+            out["execution_count"] = count
+        return out
+    if kind == "error":
+        return nbformat.v4.new_output(
+            "error",
+            ename=str(o.get("ename", "")),
+            evalue=str(o.get("evalue", "")),
+            traceback=[str(line) for line in o.get("traceback") or []],
+        )
+    return None
+
+
+def _markdown(text: str) -> Any:
+    import nbformat
+
+    return nbformat.v4.new_markdown_cell(text)
+
+
+def _instruction_text(turn: Any, instruction: Any) -> str:
+    text = str(instruction or "").strip()
+    label = f"**Instruction {turn}:**" if turn is not None else "**Instruction:**"
+    return f"{label} {text}" if "\n" not in text else f"{label}\n\n{text}"
+
+
+def _title_text(title: str | None, meta: dict[str, Any]) -> str:
+    lines = [f"# {title or 'Open Interpreter session'}", ""]
+    facts = [
+        ("Session", meta["session"]),
+        ("Started", meta["started"]),
+        ("Model", meta["model"]),
+        ("Working directory", meta["cwd"]),
+        ("Log", meta["log"]),
+        ("Exported", f"{meta['exported_at']} by oi_kernel {meta['version']}"),
+    ]
+    lines += [f"- {name}: `{value}`" for name, value in facts if value]
+    return "\n".join(lines)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _first(records: list[dict[str, Any]], key: str) -> Any:
+    return next((r[key] for r in records if r.get(key)), None)
+
+
+def _version() -> str:
+    from oi_kernel import __version__
+
+    return __version__
+
+
+def _utc_now() -> str:
+    from oi_kernel.record.session_log import utc_now
+
+    return utc_now()

@@ -1,0 +1,1 @@
+"""What keeps the user safe: the risk review of proposed code and secret redaction."""

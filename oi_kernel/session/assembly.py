@@ -1,0 +1,243 @@
+"""One session, assembled the same way for every front door.
+
+The Open Interpreter kernel, ``%%oi``, the Python API, replay and headless runs differ
+only in where code runs and how a decision is asked. Everything else a session is made
+of is built here, once: the LLM client, the child kernel and its runner (unless the
+front door brings its own executor), the engine, the one ``SecretSet`` that masks output
+before the LLM, the session log, saved conversations and exports, the session log itself
+(opened lazily, the only place one is opened), the notice when the child restarted, the
+configuration problems to show, and the start-up profile.
+
+    session = build_session("kernel", approver=card, parent=kernel, forward=relay)
+    await session.engine.run_turn(text, sink)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from oi_kernel import __version__, config
+from oi_kernel.core.engine import Engine
+from oi_kernel.core.executor import Approver, Executor
+from oi_kernel.errors import OIError
+from oi_kernel.safety.redact import SecretSet
+
+Kind = Literal["kernel", "headless", "magic", "api", "replay"]
+SESSION_ID_ENV = "OI_SESSION_ID"
+SESSION_KIND_ENV = "OI_SESSION_KIND"
+RESTART_NOTICE = "The Python kernel was restarted: variables from before are gone."
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class FrontDoor:
+    """What differs between front doors beyond their executor and approver."""
+
+    label: str  # the ``kernel`` field of the log's session_start
+    prefix: str  # how its commands are typed: "%" (the kernel) or "%oi " (the magic)
+    owns_process: bool  # the kernel's own process: process-wide litellm settings are ours
+    profiles: bool  # OI_PROFILE / c.Profile.name apply at start
+
+
+FRONT_DOORS: dict[str, FrontDoor] = {
+    "kernel": FrontDoor("open-interpreter", "%", True, True),
+    "headless": FrontDoor("open-interpreter", "%", True, True),
+    "magic": FrontDoor("ipython-magic", "%oi ", False, True),
+    "api": FrontDoor("api", "", False, False),
+    "replay": FrontDoor("replay", "", False, False),
+}
+
+
+class Session:
+    """A front door's engine and everything around it (see the module docstring)."""
+
+    def __init__(self, kind: Kind, engine: Engine, *, child: Any = None, runner: Any = None,
+                 log_dir: str | os.PathLike[str] | None = None, logging: bool = True,
+                 session_id: str | None = None) -> None:
+        self.kind = kind
+        self.door = FRONT_DOORS[kind]
+        self.engine = engine
+        self.llm = engine.llm
+        self.child = child
+        self.runner = runner
+        self.secrets: SecretSet = engine.secrets
+        self.log_dir = log_dir
+        self.logging = logging
+        self.session_id = session_id
+        self.notify: Callable[[str], None] = lambda text: None  # the front door shows notices
+        self._log: Any = None
+
+    @property
+    def executor(self) -> Executor:
+        return self.engine.executor
+
+    # ------------------------------------------------------------ the session log
+    @property
+    def log(self) -> Any:
+        """The session log, opened (with its session_start record) on first use. None when
+        logging is off. Raises OIError when it cannot be opened."""
+        if self._log is None and self.logging:
+            from oi_kernel.record.session_log import SessionLog
+
+            log = SessionLog(self.log_dir, self.session_id, secrets=self.secrets)
+            fields: dict[str, Any] = {
+                "kernel": self.door.label,
+                "model": self.llm.model,
+                "cwd": self.executor.cwd,
+                "oi_version": __version__,
+                "python": sys.version.split()[0],
+            }
+            if self.child is not None:
+                fields["child_kernel"] = self.child.kernel_name
+            if self.kind == "headless":
+                fields["headless"] = True
+            log.write("session_start", **fields)
+            self._log = log
+            self.engine.log_sink = log
+        return self._log
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._log.path if self._log is not None else None
+
+    def log_event(self, event: str, **fields: Any) -> None:
+        """Record an event, opening the log when needed (nothing when logging is off)."""
+        log = self.log
+        if log is not None:
+            log.write(event, **fields)
+
+    def close(self) -> None:
+        """Write session_end and close the log (the child is the front door's to stop)."""
+        log, self._log = self._log, None
+        self.engine.log_sink = None
+        if log is not None and not log.closed:
+            try:
+                log.write("session_end")
+            finally:
+                log.close()
+
+    # ------------------------------------------------------------ the child kernel
+    def child_restarted(self, reason: str = "the previous child kernel died") -> None:
+        """The runner started a new child: record it and tell the user."""
+        self.log_event("child_restart", reason=reason)
+        self.notify(RESTART_NOTICE)
+
+    async def restart_child(self, reason: str, *, wait: bool = False, **fields: Any) -> None:
+        """Stop the child and start a new one (its variables are lost), recorded in the log.
+        ``wait``: until it runs (a failure to start raises here); else a failure is reported
+        where the child is next used."""
+        if self.child is None:
+            raise OIError("Code runs in this IPython kernel here: there is no Python kernel of "
+                          "ours to restart. Use IPython's own restart.")
+        await self.child.shutdown()
+        self.log_event("child_restart", reason=reason, **fields)
+        starting = self.child.start_soon()
+        if wait:
+            await starting
+        else:
+            starting.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    # ------------------------------------------------------------ configuration
+    def config_problems(self, *also: Any) -> str:
+        """The settings that were rejected (bad environment or config values), as text to
+        show once; "" when there are none. Evaluates the environment defaults now."""
+        for obj in (*also, self.engine, self.llm, self.child):
+            if obj is not None:
+                try:
+                    obj.trait_values(config=True)
+                except Exception:  # a broken default is reported by its own check
+                    pass
+        problems = config.take_warnings()
+        if not problems:
+            return ""
+        return ("Configuration problems (the defaults are used instead):\n"
+                + "".join(f"- {p}\n" for p in problems))
+
+    def warm_up(self) -> None:
+        """Start importing litellm in the background (seconds): the first request need
+        not wait for it."""
+        from oi_kernel.llm.boundary import warm_up
+
+        warm_up()
+
+
+def build_session(
+    kind: Kind,
+    *,
+    approver: Approver,
+    parent: Any = None,
+    executor: Executor | None = None,
+    llm: Any = None,
+    child_options: dict[str, Any] | None = None,
+    engine_options: dict[str, Any] | None = None,
+    runner_options: dict[str, Any] | None = None,
+    log_dir: str | os.PathLike[str] | None = None,
+    logging: bool = True,
+    session_id: str | None = None,
+) -> Session:
+    """Assemble a session for a front door (see the module docstring).
+
+    ``parent`` is the configurable whose config applies (the kernel, the magics).
+    Without ``executor`` the code runs in a child kernel (``child_options`` for
+    ``ChildKernel``, ``runner_options`` for ``ChildRunner``: ``forward``, ``request``).
+    """
+    door = FRONT_DOORS[kind]
+    if door.owns_process:
+        from oi_kernel.llm.boundary import own_process
+
+        own_process()
+    if llm is None:
+        from oi_kernel.llm.client import LLM
+
+        llm = LLM(parent=parent)
+    child = runner = None
+    session_ref: list[Session] = []
+    if executor is None:
+        from oi_kernel.execution.child import ChildKernel
+        from oi_kernel.execution.runner import ChildRunner
+
+        child = ChildKernel(parent=parent, **(child_options or {}))
+        runner = ChildRunner(child, on_restart=lambda: session_ref[0].child_restarted(),
+                             **(runner_options or {}))
+        executor = runner
+    engine = Engine(executor=executor, approver=approver, parent=parent, llm=llm,
+                    **(engine_options or {}))
+    if parent is not None and getattr(parent, "log", None) is not None:
+        engine.log = parent.log
+    session = Session(kind, engine, child=child, runner=runner, log_dir=log_dir,
+                      logging=logging, session_id=session_id or _session_id_from_env(kind))
+    session_ref.append(session)
+    if door.profiles:
+        from oi_kernel.session.profile_state import apply_startup
+
+        apply_startup(engine, child=child)  # OI_PROFILE / c.Profile.name
+    return session
+
+
+def _session_id_from_env(kind: Kind) -> str | None:
+    """The id a headless runner chose for the kernel it starts (so it finds the log; the
+    ``%%oi`` magic in a python3 notebook run headless too)."""
+    if kind not in ("kernel", "headless", "magic"):
+        return None
+    value = os.environ.get(SESSION_ID_ENV, "").strip()
+    if value and not _SESSION_ID_RE.match(value):
+        config.warn(f"{SESSION_ID_ENV}={value!r} is not a session id (letters, digits, _ and -, "
+                    "up to 64); a new one is used.")
+        return None
+    return value or None
+
+
+def kernel_kind() -> Kind:
+    """"headless" when ``oi-kernel run`` started this kernel, else "kernel"."""
+    return "headless" if os.environ.get(SESSION_KIND_ENV) == "headless" else "kernel"
+
+
+def secret_set(llm: Any, extra: Iterable[str] = ()) -> SecretSet:
+    """The secrets of a session whose engine is not built here (exports of a log)."""
+    return SecretSet(llm, extra)

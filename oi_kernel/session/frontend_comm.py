@@ -1,0 +1,293 @@
+"""The kernel side of the ``oi_kernel`` comm that the JupyterLab extension opens.
+
+The extension (``labextension/src/protocol.ts`` is the reference) opens one comm
+of target ``oi_kernel`` per notebook. Frontend -> kernel: ``hello``,
+``get_status``, ``set_model``, ``export``, ``verify``. Kernel -> frontend:
+``status`` (pushed on open, after each turn and whenever the model or approval
+policy changes), ``export_result`` / ``verify_result`` (answers, matched by
+``request_id``) and ``code_ran`` (each executed step, for "insert as cells").
+
+``FrontendComms`` knows an engine, how to find the session log, and nothing of
+the kernel class, so the Open Interpreter kernel and the ``%%oi`` magic share it::
+
+    comms = FrontendComms(engine, lambda: log.path, kind="ipython-magic")
+    comms.register_target(kernel.comm_manager)
+    await engine.run_turn(text, comms.watch(view, cell_id))
+
+Every handler replies, also on failure (``ok: false`` with a message that says
+what to do); nothing raises into ipykernel's comm dispatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from oi_kernel.errors import OIError
+
+TARGET = "oi_kernel"
+PROTOCOL_VERSION = 1
+KernelKind = Literal["open-interpreter", "ipython-magic"]
+LogPathGetter = Callable[[], "str | os.PathLike[str] | None"]
+EventSink = Callable[[Any], None]
+
+log = logging.getLogger(__name__)
+
+
+class FrontendComms:
+    """Every open ``oi_kernel`` comm of one engine: status pushes and requests."""
+
+    def __init__(
+        self,
+        engine: Any,
+        log_path: LogPathGetter,
+        *,
+        kind: KernelKind = "open-interpreter",
+        cwd: Callable[[], str] = os.getcwd,
+        verify_timeout: int = 120,
+    ) -> None:
+        self.engine = engine
+        self.kind = kind
+        self.verify_timeout = verify_timeout
+        self._log_path = log_path
+        self._cwd = cwd
+        self._comms: dict[str, Any] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._manager: Any = None
+        engine.observe(self._on_setting, names=["approval"])
+        engine.llm.observe(self._on_setting, names=["model"])
+
+    # ------------------------------------------------------------ lifecycle
+    def register_target(self, comm_manager: Any = None) -> None:
+        """Answer comm opens of target ``oi_kernel`` (default: the process's comm manager)."""
+        if comm_manager is None:
+            import comm
+
+            comm_manager = comm.get_comm_manager()
+        comm_manager.register_target(TARGET, self._on_open)
+        self._manager = comm_manager
+
+    def close(self) -> None:
+        """Close every comm and stop answering opens (``%unload_ext``)."""
+        if self._manager is not None:
+            self._manager.unregister_target(TARGET, self._on_open)
+            self._manager = None
+        for comm in list(self._comms.values()):
+            try:
+                comm.close()
+            except Exception:
+                log.debug("closing an oi_kernel comm failed", exc_info=True)
+        self._comms.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        self.engine.unobserve(self._on_setting, names=["approval"])
+        self.engine.llm.unobserve(self._on_setting, names=["model"])
+
+    @property
+    def open_comms(self) -> int:
+        return len(self._comms)
+
+    def _on_open(self, comm: Any, msg: dict[str, Any]) -> None:
+        comm_id = comm.comm_id
+        self._comms[comm_id] = comm
+        comm.on_msg(lambda m: self._on_msg(comm, m))
+        comm.on_close(lambda m: self._comms.pop(comm_id, None))
+        self._send(comm, self.status())
+
+    # ------------------------------------------------------------ kernel -> frontend
+    def status(self) -> dict[str, Any]:
+        """The ``status`` message: model, session tokens and cost, policy, sandbox."""
+        usage = self.engine.usage
+        return {
+            "type": "status",
+            "model": self.engine.llm.model or "",
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost": usage.cost,
+            "approval": self.engine.approval,
+            "sandbox": bool(getattr(self.engine.executor, "sandboxed", False)),
+            "turns": len(self.engine.turns),
+            "kernel": self.kind,
+        }
+
+    def broadcast_status(self) -> None:
+        """Push the status to every open comm (cheap: nothing is sent when none is open)."""
+        if self._comms:
+            self._broadcast(self.status())
+
+    def code_ran(
+        self,
+        language: str,
+        code: str,
+        cell_id: str | None,
+        turn: int,
+        step: int,
+        status: str = "ok",
+    ) -> None:
+        """Tell every frontend that a step ran (it may insert the code as a cell)."""
+        self._broadcast(
+            {
+                "type": "code_ran",
+                "language": language,
+                "code": code,
+                "cell_id": cell_id or None,
+                "turn": turn,
+                "step": step,
+                "status": status,
+            }
+        )
+
+    def watch(self, sink: EventSink, cell_id: str | None = None) -> EventSink:
+        """Wrap a turn's event sink: forward each event, and push ``code_ran`` for every
+        executed step and the status when the turn ends."""
+
+        def emit(event: Any) -> None:
+            sink(event)
+            kind = type(event).__name__
+            if kind == "StepDone":
+                self._step_done(event.record, cell_id)
+            elif kind == "TurnDone":
+                self.broadcast_status()
+
+        return emit
+
+    def _step_done(self, record: Any, cell_id: str | None) -> None:
+        decision = record.decision
+        if decision is None or decision.action != "run":
+            return
+        from oi_kernel.core.languages import normalize_language
+
+        language = normalize_language(record.block.language) or record.block.language
+        turn = self.engine.turns[-1].index if self.engine.turns else 0
+        self.code_ran(language, decision.code, cell_id, turn, record.index, record.status)
+
+    def _on_setting(self, change: Any) -> None:
+        self.broadcast_status()
+
+    def _broadcast(self, data: dict[str, Any]) -> None:
+        for comm in list(self._comms.values()):
+            self._send(comm, data)
+
+    def _send(self, comm: Any, data: dict[str, Any]) -> None:
+        if getattr(comm, "_closed", False):
+            self._comms.pop(comm.comm_id, None)
+            return
+        try:
+            comm.send(data)
+        except Exception:  # a frontend that went away must not break a turn
+            log.warning("sending on the oi_kernel comm failed", exc_info=True)
+
+    # ------------------------------------------------------------ frontend -> kernel
+    def _on_msg(self, comm: Any, msg: dict[str, Any]) -> None:
+        data = msg.get("content", {}).get("data") or {}
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind in ("hello", "get_status"):
+            self._send(comm, self.status())
+        elif kind == "set_model":
+            self._set_model(comm, data)
+        elif kind == "export":
+            self._send(comm, self.export(data))
+        elif kind == "verify":
+            self._start(self._verify_and_reply(comm, data))
+        else:
+            log.warning("unknown oi_kernel comm message %r", kind)
+
+    def _set_model(self, comm: Any, data: dict[str, Any]) -> None:
+        model = data.get("model")
+        if isinstance(model, str) and model.strip():
+            if model.strip() != self.engine.llm.model:
+                self.engine.llm.model = model.strip()  # the observer pushes the status
+                return
+        self._send(comm, self.status())
+
+    def _start(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------ export
+    def _resolve(self, path: Any) -> Path:
+        if not isinstance(path, str) or not path.strip():
+            raise OIError("No path given: name the notebook to write, e.g. session-export.ipynb.")
+        return Path(self._cwd()) / Path(path.strip()).expanduser()
+
+    def _shown_path(self, requested: str, out: Path) -> str:
+        """Relative to the kernel's directory (the notebook's) when the request was."""
+        absolute = os.path.abspath(out)
+        if os.path.isabs(os.path.expanduser(requested)):
+            return absolute
+        try:
+            return os.path.relpath(absolute, os.path.abspath(self._cwd()))
+        except ValueError:  # another drive on Windows
+            return absolute
+
+    def export(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Answer an ``export`` request: write the session's notebook (never overwriting)."""
+        reply = {
+            "type": "export_result",
+            "request_id": _request_id(data),
+            "ok": False,
+            "path": "",
+            "error": "",
+        }
+        try:
+            from oi_kernel.record.export import export_notebook
+
+            requested = data.get("path")
+            target = self._resolve(requested)
+            log_path = self._log_path()
+            if log_path is None:
+                raise OIError("No session log yet: run an instruction first, then export.")
+            out = export_notebook(
+                log_path, target, include_failed=bool(data.get("include_failed")), force=False
+            )
+            reply.update(ok=True, path=self._shown_path(requested, out))
+        except OIError as exc:
+            reply["error"] = str(exc)
+        except Exception as exc:
+            log.exception("export through the oi_kernel comm failed")
+            reply["error"] = f"Internal error in oi_kernel export (please report it): {exc!r}"
+        return reply
+
+    # ------------------------------------------------------------ verify
+    async def verify(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Answer a ``verify`` request. The notebook re-runs in a fresh kernel started by
+        nbclient in a worker thread, so this kernel keeps answering meanwhile."""
+        reply: dict[str, Any] = {
+            "type": "verify_result",
+            "request_id": _request_id(data),
+            "ok": False,
+            "report": "",
+            "cells": [],
+            "error": "",
+        }
+        try:
+            from oi_kernel.record.verify import verify_notebook
+
+            target = self._resolve(data.get("path"))
+            report = await asyncio.to_thread(verify_notebook, target, timeout=self.verify_timeout)
+            reply.update(
+                ok=report.ok,
+                report=report.format(),
+                cells=[
+                    {"index": c.index, "status": c.status, "detail": c.detail} for c in report.cells
+                ],
+            )
+        except OIError as exc:
+            reply["error"] = str(exc)
+        except Exception as exc:
+            log.exception("verify through the oi_kernel comm failed")
+            reply["error"] = f"Internal error in oi_kernel verify (please report it): {exc!r}"
+        return reply
+
+    async def _verify_and_reply(self, comm: Any, data: dict[str, Any]) -> None:
+        self._send(comm, await self.verify(data))
+
+
+def _request_id(data: dict[str, Any]) -> str:
+    value = data.get("request_id")
+    return value if isinstance(value, str) else ""
