@@ -13,7 +13,7 @@ import pytest
 
 from tests import llm_server as S
 from tests.kernel_client import CellResult, KernelSession
-from tests.test_kernel import oi_env, sent_tool_results
+from tests.test_kernel import kernel_env, sent_tool_results
 
 
 def send_shell(ks: KernelSession, msg_type: str, content: dict[str, Any],
@@ -82,7 +82,7 @@ class Frontend:
 @pytest.fixture(scope="module")
 def lab(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("card")
-    with KernelSession(env=oi_env(_server, tmp), cwd=str(tmp)) as ks:
+    with KernelSession(env=kernel_env(_server, tmp), cwd=str(tmp)) as ks:
         # what JupyterLab's widget manager does on connecting: open the control comm
         send_shell(
             ks,

@@ -14,7 +14,7 @@ import pytest
 from oi_kernel.core.context import SUMMARY_HEAD
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
-from tests.test_kernel import oi_env, sent_tool_results
+from tests.test_kernel import kernel_env, sent_tool_results
 
 
 def tiny_png(width: int = 3, height: int = 2) -> bytes:
@@ -47,7 +47,7 @@ def server():
 
 
 def test_budget_holds_over_a_30_turn_session_with_50kb_outputs(server, tmp_path):
-    env = oi_env(server, tmp_path, OI_AUTO_RUN="1", OI_CONTEXT_BUDGET="4500")
+    env = kernel_env(server, tmp_path, OI_AUTO_RUN="1", OI_CONTEXT_BUDGET="4500")
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         for i in range(30):
             server.enqueue(S.tool_call(f"print('row {i} ' + 'x' * 50_000)"), S.text(f"done {i}"))
@@ -63,13 +63,13 @@ def test_budget_holds_over_a_30_turn_session_with_50kb_outputs(server, tmp_path)
 def test_images_are_described_for_plain_models_and_sent_to_vision_models(server, tmp_path):
     png = base64.b64encode(tiny_png()).decode()
     code = f"from IPython.display import Image, display\ndisplay(Image(data=__import__('base64').b64decode('{png}')))"
-    plain = oi_env(server, tmp_path, OI_AUTO_RUN="1")
+    plain = kernel_env(server, tmp_path, OI_AUTO_RUN="1")
     with KernelSession(env=plain, cwd=str(tmp_path)) as ks:
         server.enqueue(S.tool_call(code), S.text("a red image"))
         ks.execute("show an image")
         assert "[image/png 3x2 displayed]" in sent_tool_results(server.requests[1])[0]
     server.reset()
-    vision = oi_env(server, tmp_path, OI_AUTO_RUN="1", OI_MODEL="openai/gpt-4o")
+    vision = kernel_env(server, tmp_path, OI_AUTO_RUN="1", OI_MODEL="openai/gpt-4o")
     with KernelSession(env=vision, cwd=str(tmp_path)) as ks:
         server.enqueue(S.tool_call(code), S.text("a red image"))
         ks.execute("show an image")
@@ -79,7 +79,7 @@ def test_images_are_described_for_plain_models_and_sent_to_vision_models(server,
 
 
 def test_shell_and_node_steps_run_and_export(server, tmp_path):
-    env = oi_env(server, tmp_path, OI_AUTO_RUN="1")
+    env = kernel_env(server, tmp_path, OI_AUTO_RUN="1")
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         server.enqueue(
             S.tool_call("echo shell-$((1+2))", language="shell"),
@@ -104,7 +104,7 @@ def test_shell_and_node_steps_run_and_export(server, tmp_path):
 
 
 def test_input_in_generated_code_is_answered_from_the_frontend(server, tmp_path):
-    env = oi_env(server, tmp_path, OI_AUTO_RUN="1")
+    env = kernel_env(server, tmp_path, OI_AUTO_RUN="1")
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         server.enqueue(
             S.tool_call("name = input('Your name? ')\nprint('hello', name)"), S.text("greeted")
@@ -115,7 +115,7 @@ def test_input_in_generated_code_is_answered_from_the_frontend(server, tmp_path)
 
 
 def test_tokens_magic_reports_totals(server, tmp_path):
-    env = oi_env(server, tmp_path, OI_AUTO_RUN="1")
+    env = kernel_env(server, tmp_path, OI_AUTO_RUN="1")
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         server.enqueue(S.text("hi"))
         ks.execute("say hi")

@@ -13,6 +13,7 @@ import pytest
 from oi_kernel.core.types import CodeBlock, Decision
 from oi_kernel.record import saved as cio
 from tests import llm_server as S
+from tests.env import oi_env
 from tests.kernel_client import KernelSession
 
 SECRET = "sk-test-not-a-real-key-123456"
@@ -124,22 +125,15 @@ def test_reading_invalid_json_names_the_line(tmp_path):
 
 
 # ----------------------------------------------------------------------------- kernels
-def oi_env(server: S.ScriptedLLMServer, tmp: Path) -> dict[str, str]:
-    return {
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": server.url,
-        "OI_API_KEY": SECRET,
-        "OI_LOG_DIR": str(tmp / "logs"),
-        "OI_AUTO_RUN": "0",
-        "OI_APPROVAL_UI": "stdin",
-        "OI_PROFILE": "",
-    }
+def io_env(server: S.ScriptedLLMServer, tmp: Path) -> dict[str, str]:
+    return oi_env(server, tmp, OI_API_KEY=SECRET, OI_AUTO_RUN="0", OI_APPROVAL_UI="stdin",
+                  OI_PROFILE="")
 
 
 @pytest.fixture(scope="module")
 def kernel(_llm_server_session, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("conv")
-    with KernelSession(env=oi_env(_llm_server_session, tmp), cwd=str(tmp)) as ks:
+    with KernelSession(env=io_env(_llm_server_session, tmp), cwd=str(tmp)) as ks:
         ks.tmp = tmp
         yield ks
 
@@ -228,7 +222,7 @@ def test_save_load_round_trip_then_replay_in_a_fresh_kernel(oi, llm_server, tmp_
     assert shape(sent[1:-1]) == shape(doc["messages"])  # the next request carries it all
     assert sent[-1]["content"] == "what is the total"
 
-    env = oi_env(llm_server, tmp_path)
+    env = io_env(llm_server, tmp_path)
     with KernelSession(env=env, cwd=str(tmp_path)) as fresh:
         assert fresh.execute("%%python\nprint('total' in dir())").stdout == "False\n"
         replay = fresh.execute(f"%load {path} --replay", stdin=["y", "y"], timeout=90)

@@ -13,18 +13,14 @@ from typing import Any
 import pytest
 
 from oi_kernel.record.session_log import read_log
+from tests.env import oi_env
 from tests.kernel_client import KernelSession
 
 
 @pytest.fixture(scope="module")
 def ks(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("direct")
-    env = {
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": _server.url,
-        "OI_API_KEY": "sk-test-not-a-real-key-123456",
-        "OI_LOG_DIR": str(tmp / "logs"),
-    }
+    env = oi_env(_server, tmp)
     with KernelSession(env=env, cwd=str(tmp)) as session:
         assert session.execute("%%python\nwarm = 1", timeout=90).status == "ok"
         yield session

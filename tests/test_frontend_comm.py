@@ -19,6 +19,7 @@ from oi_kernel.core.types import CodeBlock, Decision, StepRecord, Turn
 from oi_kernel.llm.client import LLM
 from oi_kernel.session.frontend_comm import TARGET, FrontendComms
 from tests import llm_server as S
+from tests.env import oi_env
 from tests.kernel_client import KernelSession
 
 Msg = dict[str, Any]
@@ -117,13 +118,7 @@ class Frontend:
 @pytest.fixture(scope="module")
 def kernel(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("oi-comm")
-    env = {
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": _server.url,
-        "OI_API_KEY": "sk-test-not-a-real-key-123456",
-        "OI_LOG_DIR": str(tmp / "logs"),
-        "OI_AUTO_RUN": "1",
-    }
+    env = oi_env(_server, tmp, OI_AUTO_RUN="1")
     with KernelSession(env=env, cwd=str(tmp)) as ks:
         ks.tmp = tmp
         yield ks

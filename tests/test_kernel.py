@@ -13,25 +13,18 @@ from pathlib import Path
 import pytest
 
 from tests import llm_server as S
+from tests.env import oi_env
 from tests.kernel_client import KernelSession
 
 
-def oi_env(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> dict[str, str]:
-    env = {
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": server.url,
-        "OI_API_KEY": "sk-test-not-a-real-key-123456",
-        "OI_LOG_DIR": str(tmp / "logs"),
-        "OI_AUTO_RUN": "0",
-    }
-    env.update(extra)
-    return env
+def kernel_env(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> dict[str, str]:
+    return oi_env(server, tmp, **{"OI_AUTO_RUN": "0", **extra})
 
 
 @pytest.fixture(scope="module")
 def kernel(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("oi")
-    with KernelSession(env=oi_env(_server, tmp, OI_AUTO_RUN="1"), cwd=str(tmp)) as ks:
+    with KernelSession(env=kernel_env(_server, tmp, OI_AUTO_RUN="1"), cwd=str(tmp)) as ks:
         ks.tmp = tmp
         yield ks
 
@@ -81,7 +74,7 @@ def test_failing_step_is_shown_to_llm_and_fixed(oi, _server):
 
 
 def test_markdown_mode_runs_fenced_blocks(kernel, _server, tmp_path):
-    env = oi_env(_server, tmp_path, OI_AUTO_RUN="1", OI_TOOL_MODE="markdown")
+    env = kernel_env(_server, tmp_path, OI_AUTO_RUN="1", OI_TOOL_MODE="markdown")
     _server.reset()
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         _server.enqueue(
@@ -240,7 +233,7 @@ def test_session_log_records_the_turn(oi, _server):
 def test_no_orphans_after_kernel_is_killed(_server, tmp_path):
     import psutil
 
-    ks = KernelSession(env=oi_env(_server, tmp_path), cwd=str(tmp_path))
+    ks = KernelSession(env=kernel_env(_server, tmp_path), cwd=str(tmp_path))
     try:
         ks.execute("%%python\nprint(1)")
         wrapper = psutil.Process(ks.km.provisioner.process.pid)

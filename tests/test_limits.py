@@ -20,7 +20,7 @@ from oi_kernel.core.types import Usage
 from oi_kernel.execution.limits import format_size, launcher_argv, parse_size
 from tests import llm_server as S
 from tests.kernel_client import CellResult, KernelSession
-from tests.test_kernel import oi_env, sent_tool_results
+from tests.test_kernel import kernel_env, sent_tool_results
 
 GIB = 1024**3
 OPENAI_KEY = "plainfakeopenaivalue0042"  # not key-shaped: only the env-value redaction masks it
@@ -113,7 +113,7 @@ def test_launcher_reports_a_missing_command():
 @pytest.fixture(scope="module")
 def kernel(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("limits")
-    env = oi_env(
+    env = kernel_env(
         _server,
         tmp,
         OI_AUTO_RUN="1",
@@ -275,7 +275,7 @@ def test_secrets_never_reach_the_llm_the_log_or_an_export(oi, _server):
 
 # ------------------------------------------------------------------ memory limit
 def test_memory_limit_stops_a_runaway_allocation_and_the_kernel_lives(_server, tmp_path):
-    env = oi_env(_server, tmp_path, OI_AUTO_RUN="1", OI_MEMORY_LIMIT="1200M")
+    env = kernel_env(_server, tmp_path, OI_AUTO_RUN="1", OI_MEMORY_LIMIT="1200M")
     _server.reset()
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         limit = ks.execute(

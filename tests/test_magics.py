@@ -18,22 +18,14 @@ import pytest
 
 from oi_kernel.magics.magics import _cell_transformer
 from tests import llm_server as S
+from tests.env import oi_env
 from tests.kernel_client import KernelSession
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def magic_env(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> dict[str, str]:
-    env = {
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": server.url,
-        "OI_API_KEY": "sk-test-not-a-real-key-123456",
-        "OI_LOG_DIR": str(tmp / "logs"),
-        "OI_AUTO_RUN": "0",
-        "OI_APPROVAL_UI": "auto",
-    }
-    env.update(extra)
-    return env
+    return oi_env(server, tmp, **{"OI_AUTO_RUN": "0", "OI_APPROVAL_UI": "auto", **extra})
 
 
 def start_kernel(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> KernelSession:
@@ -511,9 +503,7 @@ def test_profile_instructions_and_undo_commands(llm_server, tmp_path):
     """`%oi profile`, `%oi instructions` and `%oi undo` work on the magic's engine."""
     from tests.kernel_client import KernelSession
 
-    env = {"OI_MODEL": "openai/scripted", "OI_API_BASE": llm_server.url,
-           "OI_API_KEY": "sk-test-not-a-real-key-123456", "OI_LOG_DIR": str(tmp_path / "logs"),
-           "OI_AUTO_RUN": "1"}
+    env = oi_env(llm_server, tmp_path, OI_AUTO_RUN="1")
     with KernelSession(kernel_name="python3", env=env, cwd=str(tmp_path)) as ks:
         assert ks.execute("%load_ext oi_kernel").status == "ok"
         assert "data_analyst" in ks.execute("%oi profile data_analyst").text

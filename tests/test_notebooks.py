@@ -19,6 +19,7 @@ from oi_kernel.cli.headless import INJECTED_TAG, has_display, parse_parameters, 
 from oi_kernel.errors import OIError
 from oi_kernel.record.verify import verify_notebook
 from tests import llm_server as S
+from tests.env import oi_env
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -41,12 +42,7 @@ def work(tmp_path: Path) -> Path:
 
 
 def scripted(server: S.ScriptedLLMServer, tmp: Path) -> dict[str, str]:
-    return {
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": server.url,
-        "OI_API_KEY": "sk-test-not-a-real-key-123456",
-        "OI_LOG_DIR": str(tmp / "logs"),
-    }
+    return oi_env(server, tmp)
 
 
 def cell_text(cell: Any) -> str:

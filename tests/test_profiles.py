@@ -19,6 +19,7 @@ from oi_kernel.llm.client import LLM
 from oi_kernel.session import profile_state as PS
 from oi_kernel.session import profiles as P
 from tests import llm_server as S
+from tests.env import oi_env
 from tests.kernel_client import KernelSession
 
 
@@ -287,17 +288,8 @@ def test_config_selects_a_profile_and_env_wins(isolated, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- kernels
-def oi_env(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> dict[str, str]:
-    env = {
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": server.url,
-        "OI_API_KEY": "sk-test-not-a-real-key-123456",
-        "OI_LOG_DIR": str(tmp / "logs"),
-        "OI_AUTO_RUN": "1",
-        "OI_PROFILE": "",
-    }
-    env.update(extra)
-    return env
+def profile_env(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> dict[str, str]:
+    return oi_env(server, tmp, **{"OI_AUTO_RUN": "1", "OI_PROFILE": "", **extra})
 
 
 def system_prompt_of(body: dict) -> str:
@@ -396,7 +388,7 @@ def test_profile_kernelspec_starts_with_its_profile(llm_server, tmp_path, monkey
     assert spec["env"] == {"OI_PROFILE": "team_rules"}
 
     monkeypatch.setenv("JUPYTER_PATH", str(prefix / "share" / "jupyter"))
-    env = oi_env(llm_server, tmp_path, JUPYTER_CONFIG_PATH=str(config_dir))
+    env = profile_env(llm_server, tmp_path, JUPYTER_CONFIG_PATH=str(config_dir))
     del env["OI_PROFILE"]  # the kernelspec sets it
     with KernelSession("open-interpreter-team_rules", env=env, cwd=str(tmp_path)) as ks:
         llm_server.set_fallback(S.tool_call("print('again')"))
@@ -441,7 +433,7 @@ def test_profile_sandbox_restarts_the_child_confined(llm_server, tmp_path):
     if probe():
         pytest.skip(f"no sandbox here: {probe()}")
     write_profile(tmp_path / ".oi" / "profiles", "boxed", "sandbox: true\n")
-    with KernelSession(env=oi_env(llm_server, tmp_path), cwd=str(tmp_path)) as ks:
+    with KernelSession(env=profile_env(llm_server, tmp_path), cwd=str(tmp_path)) as ks:
         assert ks.execute("%%python\nbefore = 1").status == "ok"
         applied = ks.execute("%profile boxed")
         assert applied.status == "ok", applied.text

@@ -29,7 +29,7 @@ import pytest
 from oi_kernel.record.session_log import read_log_report
 from tests import llm_server as S
 from tests.kernel_client import CellResult, KernelSession
-from tests.test_kernel import oi_env, sent_tool_results
+from tests.test_kernel import kernel_env, sent_tool_results
 
 MB = 1_000_000
 CONFIG = """\
@@ -117,7 +117,7 @@ def _server() -> Iterator[S.ScriptedLLMServer]:
 @pytest.fixture(scope="module")
 def kernel(_server: S.ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("reliability")
-    env = oi_env(_server, tmp, OI_AUTO_RUN="1", JUPYTER_CONFIG_DIR=config_dir(tmp, CONFIG))
+    env = kernel_env(_server, tmp, OI_AUTO_RUN="1", JUPYTER_CONFIG_DIR=config_dir(tmp, CONFIG))
     with KernelSession(env=env, cwd=str(tmp)) as ks:
         ks.tmp = tmp
         yield ks
@@ -252,7 +252,7 @@ def test_fenced_block_cut_by_the_token_limit_is_not_run(_server, tmp_path):
         "First:\n```python\nprint('first')\n```\nThen:\n```python\n"
         f"open({str(marker)!r}, 'w').write('x')\nprint('sec"
     )
-    env = oi_env(_server, tmp_path, OI_AUTO_RUN="1", OI_TOOL_MODE="markdown")
+    env = kernel_env(_server, tmp_path, OI_AUTO_RUN="1", OI_TOOL_MODE="markdown")
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         _server.reset()
         _server.enqueue(dataclasses.replace(S.text(reply), finish_reason="length"), S.text("Ok."))
@@ -343,7 +343,7 @@ def test_connection_refused_is_retried_then_explained(_server, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    env = oi_env(
+    env = kernel_env(
         _server, tmp_path, OI_API_BASE=url, JUPYTER_CONFIG_DIR=config_dir(tmp_path, CONFIG)
     )
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
@@ -405,7 +405,7 @@ class FlakyChild:
 def flaky(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("flaky")
     child = FlakyChild(tmp)
-    env = oi_env(
+    env = kernel_env(
         _server,
         tmp,
         OI_AUTO_RUN="1",
@@ -596,7 +596,7 @@ def test_interrupt_while_stdin_approval_is_pending(oi, _server):
 
 
 def test_restart_leaves_no_orphan_child(_server, tmp_path):
-    env = oi_env(_server, tmp_path, OI_AUTO_RUN="1")
+    env = kernel_env(_server, tmp_path, OI_AUTO_RUN="1")
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         ks.execute("%%python\nx = 1")
         old_wrapper = wrapper_process(ks)
@@ -630,7 +630,7 @@ def test_two_kernels_at_once_are_independent(_server, tmp_path):
     sessions = {}
     try:
         for name in ("alpha", "beta"):
-            env = oi_env(_server, tmp_path / name, OI_AUTO_RUN="1")
+            env = kernel_env(_server, tmp_path / name, OI_AUTO_RUN="1")
             sessions[name] = KernelSession(env=env, cwd=str(tmp_path))
         results: dict[str, CellResult] = {}
         threads = [
@@ -710,7 +710,7 @@ c.ChildKernel.startup_timeout = [1]
 
 
 def test_malformed_configuration_is_reported_not_fatal(_server, tmp_path):
-    env = oi_env(
+    env = kernel_env(
         _server,
         tmp_path,
         JUPYTER_CONFIG_DIR=config_dir(tmp_path, BAD_CONFIG),
@@ -746,7 +746,7 @@ def test_malformed_configuration_is_reported_not_fatal(_server, tmp_path):
 
 
 def test_config_file_that_raises_does_not_kill_the_kernel(_server, tmp_path):
-    env = oi_env(_server, tmp_path, JUPYTER_CONFIG_DIR=config_dir(tmp_path, "c.Engine = 1 / 0\n"))
+    env = kernel_env(_server, tmp_path, JUPYTER_CONFIG_DIR=config_dir(tmp_path, "c.Engine = 1 / 0\n"))
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         assert_alive(ks)
 
@@ -789,7 +789,7 @@ def _long_session_answer(body: dict) -> S.Response:
 def test_200_turns_stay_fast_bounded_and_consistent(_server, tmp_path):
     _server.reset()
     _server.set_fallback(_long_session_answer)
-    env = oi_env(_server, tmp_path, OI_AUTO_RUN="1")
+    env = kernel_env(_server, tmp_path, OI_AUTO_RUN="1")
     try:
         with KernelSession(env=env, cwd=str(tmp_path)) as ks:
             wrapper = wrapper_process(ks)

@@ -26,7 +26,7 @@ from oi_kernel.execution import sandbox
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 from tests.test_card import Frontend, send_shell
-from tests.test_kernel import oi_env, sent_tool_results
+from tests.test_kernel import kernel_env, sent_tool_results
 
 HAVE_BWRAP = sandbox.probe() == ""
 needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason=f"no sandbox here: {sandbox.probe()}")
@@ -151,7 +151,7 @@ def test_without_bwrap_the_kernel_refuses_instead_of_running_unconfined(tmp_path
     bare = tmp_path / "bin"
     bare.mkdir()
     with S.ScriptedLLMServer() as server:
-        env = oi_env(server, tmp_path, OI_SANDBOX="1", PATH=str(bare))
+        env = kernel_env(server, tmp_path, OI_SANDBOX="1", PATH=str(bare))
         with KernelSession(env=env, cwd=str(tmp_path)) as ks:
             refused = ks.execute("%%python\nprint('ran-unconfined')")
             assert refused.status == "error"
@@ -187,7 +187,7 @@ def boxed(_server, home, tmp_path_factory):
     if not HAVE_BWRAP:
         pytest.skip(f"no sandbox here: {sandbox.probe()}")
     workspace = tmp_path_factory.mktemp("workspace")
-    env = oi_env(
+    env = kernel_env(
         _server,
         workspace,
         OI_SANDBOX="1",

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from oi_kernel.api.interpreter import (
+from oi_kernel.api.chunks import (
     ApprovalChunk,
     Chunk,
     CodeChunk,
-    Interpreter,
     MessageChunk,
     NoticeChunk,
     OutputChunk,
     TextChunk,
     UsageChunk,
 )
+from oi_kernel.api.interpreter import Interpreter
 
 __all__ = [
     "ApprovalChunk",
