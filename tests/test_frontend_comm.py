@@ -9,6 +9,7 @@ import queue
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -298,7 +299,8 @@ class FakeManager:
 @pytest.fixture
 def comms(monkeypatch):
     monkeypatch.setenv("OI_MODEL", "openai/scripted")
-    engine = Engine(executor=object(), approver=object(), llm=LLM())
+    executor = SimpleNamespace(sandboxed=False, cwd="/tmp")  # the Executor protocol's facts
+    engine = Engine(executor=executor, approver=object(), llm=LLM())
     fc = FrontendComms(engine, lambda: None, kind="ipython-magic")
     manager = FakeManager()
     fc.register_target(manager)

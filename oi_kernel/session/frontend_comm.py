@@ -109,7 +109,7 @@ class FrontendComms:
             "completion_tokens": usage.completion_tokens,
             "cost": usage.cost,
             "approval": self.engine.approval,
-            "sandbox": bool(getattr(self.engine.executor, "sandboxed", False)),
+            "sandbox": bool(self.engine.executor.sandboxed),
             "turns": len(self.engine.turns),
             "kernel": self.kind,
         }

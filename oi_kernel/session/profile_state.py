@@ -161,9 +161,7 @@ def apply_startup(engine: Any, child: Any = None) -> str:
             "choose another with `%profile NAME`, or go on without one: `%profile --clear`."
         )
         engine.log.error("%s", state.error)
-    checks = getattr(engine, "preflight", None)
-    if checks is not None:
-        checks.append(lambda: _check_startup(state))
+    engine.preflight.append(lambda: _check_startup(state))
     return name
 
 
