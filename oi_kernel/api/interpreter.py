@@ -75,15 +75,16 @@ class _Resources:
     def release(self) -> None:
         if self.loop.alive:
             try:
-                self.loop.call(_shutdown_loop(self.session.child), SHUTDOWN_TIMEOUT_S)
+                self.loop.call(_shutdown_loop(self.session), SHUTDOWN_TIMEOUT_S)
             except Exception:  # closing must not raise: the child dies with us anyway
                 pass
             self.loop.stop()
         self.session.close()
 
 
-async def _shutdown_loop(child: Any) -> None:
-    await child.shutdown()
+async def _shutdown_loop(session: Session) -> None:
+    await session.close_tools()
+    await session.child.shutdown()
     current = asyncio.current_task()
     others = [t for t in asyncio.all_tasks() if t is not current]
     for task in others:

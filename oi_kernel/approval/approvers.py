@@ -16,6 +16,7 @@ from oi_kernel.errors import ApprovalUnavailableError
 Ask = Callable[[str], Awaitable[str]]
 
 STDIN_PROMPT = "Run this code? [y/N/e(dit)/a(ll)/s(top)] "
+TOOL_PROMPT = "Call this tool? [y/N/e(dit the JSON arguments)/a(ll)/s(top)] "
 EDIT_PROMPT = "Replacement code (one line; write \\n for a newline): "
 
 
@@ -46,7 +47,7 @@ class StdinApprover:
         if not self.has_stdin():
             raise ApprovalUnavailableError()
         code = request.block.code
-        choice = parse_answer(await self.ask(STDIN_PROMPT))
+        choice = parse_answer(await self.ask(TOOL_PROMPT if request.tool else STDIN_PROMPT))
         if choice == "edit":
             edited = (await self.ask(EDIT_PROMPT)).replace("\\n", "\n")
             if not edited.strip():

@@ -40,12 +40,17 @@ def _flags_html(flags: list[Any]) -> str:
 
 def header_html(request: ApprovalRequest) -> str:
     """The card's title line: step, language, risk, sandbox."""
-    parts = [f"<b>Step {request.step}</b>", html.escape(request.block.language)]
+    what = (f"🔧 tool <b class=\"oi-tool\">{html.escape(request.tool)}</b> · arguments (JSON)"
+            if request.tool else html.escape(request.block.language))
+    parts = [f"<b>Step {request.step}</b>", what]
     if request.flags:
         highs = sum(1 for f in request.flags if f.severity == "high")
         parts.append(f"⚠️ {len(request.flags)} risk flag{'s' if len(request.flags) > 1 else ''}"
                      + (f" ({highs} high)" if highs else ""))
-    parts.append("🔒 runs sandboxed" if request.sandboxed else "runs on this machine")
+    if request.tool:
+        parts.append("runs on its MCP server")
+    else:
+        parts.append("🔒 runs sandboxed" if request.sandboxed else "runs on this machine")
     return " · ".join(parts) + _flags_html(request.flags)
 
 
@@ -55,7 +60,8 @@ def record_html(request: ApprovalRequest, decision: Decision) -> str:
     when = time.strftime("%H:%M:%S", time.localtime(decision.at))
     reason = f" — {html.escape(decision.reason)}" if decision.reason else ""
     lang = html.escape(request.block.language, quote=True)
-    head = (f"{_ICONS.get(label, '')} <b>Step {request.step}</b> · {lang} · {label} "
+    what = f"🔧 {html.escape(request.tool)}" if request.tool else lang
+    head = (f"{_ICONS.get(label, '')} <b>Step {request.step}</b> · {what} · {label} "
             f"by {html.escape(decision.by)} at {when}{reason}")
     body = ""
     if decision.action == "run":
@@ -142,7 +148,8 @@ class ApprovalCard:
         data = {
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.root.model_id},
-            "text/plain": f"[approval card: step {self.request.step}, {self.request.block.language}]",
+            "text/plain": f"[approval card: step {self.request.step}, "
+                          f"{self.request.tool or self.request.block.language}]",
         }
         publish("display_data", {"data": data, "metadata": {},
                                  "transient": {"display_id": self.display_id}})

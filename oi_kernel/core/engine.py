@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from oi_kernel.core.events import (
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.core.small_model import Draft, ModelPolicy
 from oi_kernel.core.steps import StepRunner
+from oi_kernel.core.tools import FIND, Offer, ToolArgumentsError
 from oi_kernel.core.types import (
     CodeBlock,
     Reply,
@@ -59,6 +61,7 @@ class Engine(StepRunner):
         self.usage = Usage()
         # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
         self.preflight: list[Callable[[], None]] = []
+        self._budget_noticed = False
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -89,6 +92,8 @@ class Engine(StepRunner):
             small_model=policy.small,
             base=self.system_message,
         )
+        if not use_tools and self.toolbox:
+            system += prompts.markdown_tools(self.toolbox.prompt_list())
         messages = [{"role": "system", "content": system}, *self.conversation.messages]
         fitted = fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
                               protect_from=self.conversation.protect_from())
@@ -101,6 +106,75 @@ class Engine(StepRunner):
             return self.context_budget
         window = self.llm.context_window() or 32_000
         return max(2_000, window - self.reply_reserve)
+
+    def tool_budget_tokens(self) -> int:
+        """How many tokens of tool definitions (beyond ``execute``) a request may carry."""
+        window = self.llm.context_window() or 32_000
+        return max(1_500, int(window * self.tool_settings.budget_fraction))
+
+    async def _prepare_tools(self, emit: EventSink) -> Offer | None:
+        """Start the MCP servers (first turn; bounded) and choose what this request offers."""
+        if not self.toolbox:
+            return None
+        for text in await self.toolbox.prepare():
+            self.log_event("tool_notice", text=text)
+            emit(Notice(text, "warning"))
+        offer = self.toolbox.offer(self.tool_budget_tokens())
+        if offer.hidden and not self._budget_noticed:
+            self._budget_noticed = True
+            shown = len(offer.routes) - offer.hidden
+            emit(Notice(
+                f"The MCP servers offer {len(offer.routes)} tools, more than fit the tool budget "
+                f"({self.tool_budget_tokens():,} tokens, c.Tools.budget_fraction): {shown} are "
+                f"offered directly, the other {offer.hidden} through {FIND} (search) and "
+                "mcp_call. Limit a server with \"tools\": [...] in its MCP config.", "info"))
+        return offer
+
+    def _blocks_from_calls(self, calls: list[Any]) -> tuple[list[CodeBlock], list[str]]:
+        """Steps for the reply's tool calls: code (``execute``), a notebook function (code
+        too) or an MCP tool step; problems name the calls that could not become one."""
+        blocks: list[CodeBlock] = []
+        problems: list[str] = []
+        for call in calls:
+            try:
+                block = self.toolbox.block_for(call.name, call.arguments) if self.toolbox else None
+            except ToolArgumentsError as error:
+                problems.append(f"Tool call {call.id} ({call.name}) was not run: {error}")
+                continue
+            if block is None:
+                found, wrong = codeblocks.blocks_from_tool_calls([call])
+                if wrong and self.toolbox:
+                    wrong = [w.replace("The only tool is execute(language, code).",
+                                       "Use execute(language, code) or one of the tools offered.")
+                             for w in wrong]
+                problems += wrong
+                if not found:
+                    continue
+                block = found[0]
+            block.tool_call_id = call.id
+            blocks.append(block)
+        return blocks, problems
+
+    def _fenced_tool_calls(self, blocks: list[CodeBlock]) -> tuple[list[CodeBlock], list[str]]:
+        """Markdown mode: a ```tool block holding {"tool": NAME, "arguments": {...}}."""
+        out: list[CodeBlock] = []
+        problems: list[str] = []
+        for block in blocks:
+            if block.language != "tool":
+                out.append(block)
+                continue
+            try:
+                call = json.loads(block.code)
+                if not isinstance(call, dict) or not isinstance(call.get("tool"), str):
+                    raise ValueError('a tool block holds {"tool": NAME, "arguments": {...}}')
+                found = self.toolbox.block_for(call["tool"], json.dumps(call.get("arguments", {})))
+                if found is None:
+                    raise ValueError(f"there is no tool named {call['tool']!r}")
+            except (ValueError, ToolArgumentsError) as exc:
+                problems.append(f"The tool block was not run: {exc}.")
+                continue
+            out.append(found)
+        return out, problems
 
     # ------------------------------------------------------------ the loop
     async def _namespace_note(self) -> str:
@@ -239,9 +313,12 @@ class Engine(StepRunner):
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
         """One LLM call; ``redraw`` > 0: the n-th new draft after drafts set aside."""
         await self.llm.prepare()
+        offer = await self._prepare_tools(emit)
         use_tools = self.llm.uses_tools()
         messages = self.build_request(use_tools)
         tools = [prompts.execute_tool(self.offered_languages())] if use_tools else None
+        if tools is not None and offer is not None:
+            tools += offer.definitions
         self.log_event("llm_request", turn=turn.index, step=call, model=self.llm.model,
                        tools=use_tools, **self._request_messages(messages))
         try:
@@ -271,7 +348,7 @@ class Engine(StepRunner):
         )
         problems: list[str] = []
         if reply.tool_calls:
-            blocks, problems = codeblocks.blocks_from_tool_calls(reply.tool_calls)
+            blocks, problems = self._blocks_from_calls(reply.tool_calls)
             self.conversation.append(_assistant_tool_message(reply))
         else:
             blocks = codeblocks.extract_code_blocks(reply.text)
@@ -279,6 +356,9 @@ class Engine(StepRunner):
                 whole = codeblocks.extract_code_blocks(reply.text, allow_unclosed=False)
                 if len(whole) < len(blocks):
                     blocks, problems = whole, [codeblocks.CUT_BLOCK_PROBLEM]
+            if self.toolbox:
+                blocks, wrong = self._fenced_tool_calls(blocks)
+                problems += wrong
             self.conversation.append({"role": "assistant", "content": reply.text})
         emit(ReplyDone(call, reply, blocks))
         return reply, blocks, problems
@@ -308,9 +388,10 @@ class Engine(StepRunner):
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
             if call.id not in answered:
                 self._answer(call.id, "\n".join(problems) or "Unknown tool.", feedback)
-        if problems and not reply.tool_calls:  # markdown mode: a block cut by the token limit
+        if problems and not reply.tool_calls:  # markdown mode: a cut block, a bad tool block
             feedback.extend(problems)
-            emit(Notice(CUT_BLOCK_NOTICE, "warning"))
+            if codeblocks.CUT_BLOCK_PROBLEM in problems:
+                emit(Notice(CUT_BLOCK_NOTICE, "warning"))
         if feedback:  # markdown mode: one user message with every result
             self.conversation.append({"role": "user", "content": "\n\n".join(feedback)})
         self._show_images(turn.steps[len(turn.steps) - len(blocks):])

@@ -103,6 +103,27 @@ def uncalled_functions(code: str) -> list[str]:
     return [name for name in defined if name not in called]
 
 
+def markdown_tools(listing: str) -> str:
+    """The system prompt's part on tools for models without native tool calls."""
+    return (
+        "\n\nBesides running code you can call these tools. To call one, write a fenced "
+        "block tagged `tool` holding one JSON object, then stop; the result comes back in "
+        'the next message:\n```tool\n{"tool": "NAME", "arguments": {"ARG": "VALUE"}}\n```\n'
+        "Tools:\n" + listing
+    )
+
+
+def tool_feedback(status: str, output_text: str) -> str:
+    """What the LLM is told after a tool call."""
+    if status == "ok":
+        return output_text or "(the tool returned nothing)"
+    if status == "error":
+        return "The tool call failed:\n" + output_text
+    if status == "interrupted":
+        return "The tool call was interrupted." + (f" {output_text}" if output_text else "")
+    return output_text
+
+
 def step_feedback(
     status: str, output_text: str, flags_text: str = "", code: str = "", small: bool = False
 ) -> str:

@@ -19,9 +19,10 @@ from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.languages import available_languages, normalize_language
 from oi_kernel.core.settings import EngineSettings
 from oi_kernel.core.small_model import ModelPolicy, policy_for
+from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, code_hash
 from oi_kernel.safety.redact import SecretSet
-from oi_kernel.safety.risk import HIGH, Flag, format_flags, review
+from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, format_flags, review
 
 
 class StepRunner(EngineSettings):
@@ -36,6 +37,8 @@ class StepRunner(EngineSettings):
         self.approver = approver
         self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
         self.turns: list[Turn] = []
+        self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
+        self.tool_settings = Tools(parent=self)
 
     @property
     def auto_run(self) -> bool:
@@ -68,13 +71,22 @@ class StepRunner(EngineSettings):
         self, turn: Turn, record: StepRecord, run_all: bool, emit: EventSink
     ) -> tuple[bool, bool]:
         block = record.block
-        language = normalize_language(block.language)
-        flags = review_or_flag(language or block.language, block.code)
-        request = ApprovalRequest(turn.index, record.index, block, flags, self.executor.sandboxed)
+        if block.tool:
+            spec = self.toolbox.spec(block.tool)
+            language: str | None = block.language
+            flags = tool_flags(spec)
+            sandboxed = False
+        else:
+            spec = None
+            language = normalize_language(block.language)
+            flags = review_or_flag(language or block.language, block.code)
+            sandboxed = self.executor.sandboxed
+        request = ApprovalRequest(turn.index, record.index, block, flags, sandboxed,
+                                  tool=spec.label if spec else "")
         self.log_event("code_proposed", turn=turn.index, step=record.index,
                        language=block.language, code=block.code, sha256=code_hash(block.code),
-                       flags=[dataclasses.asdict(f) for f in flags])
-        if language is None or language not in self.offered_languages():
+                       flags=[dataclasses.asdict(f) for f in flags], **tool_fields(spec))
+        if spec is None and (language is None or language not in self.offered_languages()):
             record.status = "refused"
             record.feedback = (f"Language '{block.language}' is not available here. Use one of: "
                                + ", ".join(self.offered_languages()) + ".")
@@ -87,7 +99,7 @@ class StepRunner(EngineSettings):
         self.log_event("decision", turn=turn.index, step=record.index, action=decision.label,
                        code=decision.code if ran else "",
                        sha256=code_hash(decision.code) if ran else "",
-                       reason=decision.reason, by=decision.by)
+                       reason=decision.reason, by=decision.by, **tool_fields(spec))
         emit(Decided(record))
         if not ran:
             record.status = "stopped" if decision.action == "stop" else "skipped"
@@ -98,14 +110,19 @@ class StepRunner(EngineSettings):
                 else "The user declined to run this code." + why
             )
             return run_all, decision.action == "stop"
-        ran_block = CodeBlock(language, decision.code, block.tool_call_id)
-        await self._execute(turn, record, ran_block, format_flags(flags), emit)
+        ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
+                              block.tool)
+        await self._execute(turn, record, ran_block, format_flags(flags), emit, spec)
         emit(StepDone(record))
         return run_all or decision.run_all, False
 
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
         """Whether the policy asks the user about this block."""
-        if self.approval == "never" or run_all:
+        if run_all or request.block.tool == FIND:
+            return False
+        if request.block.tool and any(f.category == "destructive" for f in request.flags):
+            return True  # a tool its server calls destructive always asks
+        if self.approval == "never":
             return False
         return not (self.approval == "risky" and not request.flags)
 
@@ -115,7 +132,8 @@ class StepRunner(EngineSettings):
         return await self.approver.decide(request)
 
     async def _execute(
-        self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str, emit: EventSink
+        self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str, emit: EventSink,
+        spec: ToolSpec | None = None,
     ) -> None:
         started = time.monotonic()
         try:
@@ -124,7 +142,7 @@ class StepRunner(EngineSettings):
             record.status = "interrupted"
             record.duration_s = time.monotonic() - started
             record.feedback = prompts.step_feedback("interrupted", "")
-            self._log_execution(turn, record, block)
+            self._log_execution(turn, record, block, spec)
             raise
         record.duration_s = time.monotonic() - started
         if result is None:  # the step timeout stopped it (the executor interrupted the child)
@@ -132,7 +150,7 @@ class StepRunner(EngineSettings):
             record.feedback = prompts.step_feedback(
                 "timeout", timeout_feedback(self.step_timeout), flags)
             emit(Notice(timeout_notice(self.step_timeout), "warning"))
-            self._log_execution(turn, record, block)
+            self._log_execution(turn, record, block, spec)
             return
         record.status = result.status
         record.outputs = result.outputs
@@ -142,9 +160,12 @@ class StepRunner(EngineSettings):
         text = result.message or policy.output_text(result.outputs, block.code,
                                                     self.max_output_chars)
         text = self.secrets.redact(text)  # before the LLM sees it
-        record.feedback = prompts.step_feedback(result.status, text, flags, block.code,
-                                                policy.small)
-        self._log_execution(turn, record, block)
+        if block.tool:
+            record.feedback = prompts.tool_feedback(result.status, text)
+        else:
+            record.feedback = prompts.step_feedback(result.status, text, flags, block.code,
+                                                    policy.small)
+        self._log_execution(turn, record, block, spec)
 
     async def _run_with_timeout(self, block: CodeBlock) -> ExecResult | None:
         """The executor's result, or None when ``step_timeout`` expired first.
@@ -153,9 +174,11 @@ class StepRunner(EngineSettings):
         of the child (and a restart if it will not stop). A cancellation from
         outside (the user's interrupt) still propagates.
         """
+        run = (self.toolbox.run(block, self.step_timeout or self.tool_settings.call_timeout)
+               if block.tool else self.executor.run(block))
         if not self.step_timeout:
-            return await self.executor.run(block)
-        task = asyncio.ensure_future(self.executor.run(block))
+            return await run
+        task = asyncio.ensure_future(run)
         expired = False
 
         def expire() -> None:
@@ -173,7 +196,8 @@ class StepRunner(EngineSettings):
         finally:
             timer.cancel()
 
-    def _log_execution(self, turn: Turn, record: StepRecord, block: CodeBlock) -> None:
+    def _log_execution(self, turn: Turn, record: StepRecord, block: CodeBlock,
+                       spec: ToolSpec | None = None) -> None:
         self.log_event(
             "execution",
             turn=turn.index,
@@ -185,7 +209,27 @@ class StepRunner(EngineSettings):
             outputs=record.outputs,
             duration_s=round(record.duration_s, 4),
             feedback=record.feedback,
+            **tool_fields(spec),
         )
+
+
+def tool_fields(spec: ToolSpec | None) -> dict[str, Any]:
+    """The log fields of a tool step (none for code)."""
+    if spec is None:
+        return {}
+    return {"tool": spec.name, "tool_kind": spec.kind, "server": spec.server,
+            "server_tool": spec.tool}
+
+
+def tool_flags(spec: ToolSpec | None) -> list[Flag]:
+    """What the card says about a tool call: its server's hints (which are only hints)."""
+    if spec is None or spec.kind == "meta" or spec.read_only:
+        return []
+    if spec.destructive:
+        return [Flag(0, "destructive", HIGH, f"the server '{spec.server}' marks this tool "
+                     "destructive: it may delete or overwrite data")]
+    return [Flag(0, "tool", MEDIUM, f"the server '{spec.server}' does not mark this tool "
+                 "read-only: it may change things")]
 
 
 def review_or_flag(language: str, code: str) -> list[Flag]:

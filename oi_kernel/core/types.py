@@ -25,6 +25,7 @@ class CodeBlock:
     language: str
     code: str
     tool_call_id: str | None = None
+    tool: str = ""  # a tool step: the offered tool name; ``code`` is its JSON arguments
 
 
 @dataclass
@@ -80,6 +81,7 @@ class ApprovalRequest:
     block: CodeBlock
     flags: list[Any] = field(default_factory=list)
     sandboxed: bool = False
+    tool: str = ""  # a tool step: "server › tool" (the block's code is the JSON arguments)
 
 
 @dataclass

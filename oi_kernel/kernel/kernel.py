@@ -461,5 +461,7 @@ class OIKernel(DirectCells, Kernel):
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.child.shutdown(), 10)
         with contextlib.suppress(Exception):
+            await self.oi.close_tools()
+        with contextlib.suppress(Exception):
             self.oi.close()
         return {"status": "ok", "restart": restart}

@@ -72,6 +72,7 @@ class Session:
         self.session_id = session_id
         self.notify: Callable[[str], None] = lambda text: None  # the front door shows notices
         self._log: Any = None
+        self.mcp_error = ""  # why the MCP config could not be used ("" when it could)
 
     @property
     def executor(self) -> Executor:
@@ -160,11 +161,38 @@ class Session:
                 + "".join(f"- {p}\n" for p in problems))
 
     def warm_up(self) -> None:
-        """Start importing litellm in the background (seconds): the first request need
-        not wait for it."""
+        """Start importing litellm (and the MCP SDK, when servers are configured) in the
+        background (seconds): the first request need not wait for them."""
         from oi_kernel.llm.boundary import warm_up
 
         warm_up()
+        from oi_kernel.session.tools import mcp_provider
+
+        if mcp_provider(self) is not None:
+            import threading
+
+            from oi_kernel.execution.mcp.connection import load_sdk
+
+            def load() -> None:
+                try:
+                    load_sdk()
+                except Exception:  # reported when a server is started
+                    pass
+
+            threading.Thread(target=load, name="oi-mcp-import", daemon=True).start()
+
+    async def close_tools(self, timeout: float = 8.0) -> None:
+        """Stop the MCP servers (bounded)."""
+        import asyncio
+
+        from oi_kernel.session.tools import mcp_provider
+
+        hub = mcp_provider(self)
+        if hub is not None:
+            try:
+                await asyncio.wait_for(hub.close(), timeout)
+            except Exception:  # shutting down: the servers die with us anyway
+                pass
 
 
 def build_session(
@@ -213,6 +241,10 @@ def build_session(
     session = Session(kind, engine, child=child, runner=runner, log_dir=log_dir,
                       logging=logging, session_id=session_id or _session_id_from_env(kind))
     session_ref.append(session)
+    if kind != "replay":
+        from oi_kernel.session.tools import attach_mcp
+
+        attach_mcp(session)
     if door.profiles:
         from oi_kernel.session.profile_state import apply_startup
 

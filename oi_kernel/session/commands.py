@@ -382,3 +382,39 @@ def _export(ctx: CommandContext, arg: str) -> None:
 def say_text(markdown: str) -> dict[str, Any]:
     """A display bundle for a command's answer."""
     return {"text/markdown": markdown, "text/plain": markdown}
+
+
+# ----------------------------------------------------------------------------- tools
+@command("mcp", "[reload]", "list the MCP servers, their state and tools; reload the config")
+async def _mcp(ctx: CommandContext, arg: str) -> None:
+    from oi_kernel.session import tools
+
+    if arg == "reload":
+        ctx.say(await tools.reload_mcp(ctx.session))
+    elif arg:
+        raise ctx.usage("mcp [reload]")
+    else:
+        ctx.say(tools.describe_mcp(ctx.session))
+
+
+@command("tool", "[NAME ...] [-d NAME]", "offer notebook functions to the model as tools; "
+         "list them; -d removes one")
+async def _tool(ctx: CommandContext, arg: str) -> None:
+    from oi_kernel.session import tools
+
+    words = shlex.split(arg)
+    toolbox = ctx.session.engine.toolbox
+    if not words:
+        ctx.say(tools.describe_functions(ctx.session))
+    elif words[0] in ("-d", "--delete"):
+        if len(words) < 2:
+            raise ctx.usage("tool -d NAME")
+        missing = [w for w in words[1:] if w not in toolbox.functions]
+        if missing:
+            raise OIError(f"Not offered as tools: {', '.join(missing)}.")
+        for name in words[1:]:
+            del toolbox.functions[name]
+        ctx.say(f"No longer offered: {', '.join(words[1:])}.")
+    else:
+        lines = await tools.offer_functions(ctx.session, words)
+        ctx.say("\n".join(lines))

@@ -74,6 +74,17 @@ class TurnView:
     def show_markdown(self, text: str, plain: str | None = None) -> None:
         self.publish("display_data", {"data": markdown_bundle(text, plain), "metadata": {}})
 
+    def show_tool_outputs(self, outputs: list[dict[str, Any]]) -> None:
+        """A tool step's result (code's outputs come from the kernel that ran it)."""
+        for out in outputs:
+            if out.get("output_type") == "error":
+                self.publish("error", {"ename": out.get("ename", "ToolError"),
+                                       "evalue": out.get("evalue", ""),
+                                       "traceback": out.get("traceback", [])})
+            else:
+                self.publish("display_data", {"data": out.get("data", {}),
+                                              "metadata": out.get("metadata", {})})
+
     def __call__(self, event: E.Event) -> None:
         if isinstance(event, E.TextDelta):
             self._on_delta(event.text)
@@ -83,11 +94,14 @@ class TurnView:
             req = event.request
             if self.shows_code or not event.needs_approval:
                 auto = "" if event.needs_approval else " · ▶️ **runs without asking**"
+                what = f"🔧 tool {req.tool}" if req.tool else req.block.language
                 self.show_markdown(
-                    f"**Step {req.step}** · {req.block.language}{auto}\n\n"
+                    f"**Step {req.step}** · {what}{auto}\n\n"
                     + code_markdown(req.block.language, req.block.code),
-                    f"[step {req.step}: {req.block.language}]\n{req.block.code}",
+                    f"[step {req.step}: {req.tool or req.block.language}]\n{req.block.code}",
                 )
+        elif isinstance(event, E.StepDone) and event.record.block.tool:
+            self.show_tool_outputs(event.record.outputs)
         elif isinstance(event, E.Decided) and self.shows_code:
             d = event.record.decision
             if d is not None and d.by != "auto":

@@ -1,0 +1,289 @@
+"""Tools beyond code: what the model is offered next to ``execute``, and how a call to
+one becomes a step.
+
+Two kinds of tool reach the model:
+
+* tools of MCP servers (``oi_kernel.execution.mcp``), a ``ToolProvider``: a call is a
+  *tool step* (a ``CodeBlock`` with ``tool`` set, its code the JSON arguments) that goes
+  through the same approval, limits, log and export as code, and runs on the server;
+* the notebook's own functions (``%tool NAME``): a call becomes ordinary Python code
+  (``add_tax(amount=10)``) run in the kernel, so it is reviewed, approved, logged and
+  exported exactly like code the model wrote.
+
+The offered set stays within a token budget: tools that do not fit are reached through
+two small meta-tools, ``mcp_find`` (search them) and ``mcp_call`` (call one by name).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from traitlets import Float, Unicode, default
+from traitlets.config import Configurable
+
+from oi_kernel import config
+from oi_kernel.core.executor import ExecResult
+from oi_kernel.core.types import CodeBlock
+from oi_kernel.core.codeblocks import ToolArgumentsError
+
+FIND, CALL = "mcp_find", "mcp_call"
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Tools(Configurable):
+    """Settings of the tools offered beside code (``c.Tools.*``)."""
+
+    mcp_config = Unicode(
+        "", config=True,
+        help="Path of an MCP config file ({\"mcpServers\": {...}}), read after $OI_MCP_CONFIG "
+        "and before mcp.json in the Jupyter config directories.")
+    budget_fraction = Float(
+        0.05, config=True,
+        help="Share of the model's context window the offered MCP tool definitions may take "
+        "per request (at least 1,500 tokens); tools beyond it are reached with mcp_find / "
+        "mcp_call. Env: OI_TOOL_BUDGET.")
+    call_timeout = Float(
+        60.0, config=True,
+        help="Seconds an MCP tool call may take (a server's \"timeout\" key overrides it).")
+    connect_timeout = Float(
+        30.0, config=True,
+        help="Seconds an MCP server may take to start and list its tools.")
+
+    @default("budget_fraction")
+    def _budget_default(self) -> float:
+        return config.env_float("OI_TOOL_BUDGET", 0.05, minimum=0.0,
+                                help=self.traits()["budget_fraction"].help)
+
+
+@dataclass
+class ToolSpec:
+    """One tool as the model sees it, and where a call goes."""
+
+    name: str  # as offered: unique and valid for every provider
+    description: str
+    parameters: dict[str, Any]
+    kind: str = "mcp"  # "mcp", "function" (a notebook function), "meta" (mcp_find)
+    server: str = ""
+    tool: str = ""  # the server's own name for it
+    read_only: bool = False
+    destructive: bool = False
+    tokens: int = 0
+
+    @property
+    def label(self) -> str:
+        if self.kind == "mcp":
+            return f"{self.server} › {self.tool}"
+        return self.name
+
+    def definition(self) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+class ToolProvider(Protocol):
+    """Tools that run outside the code's kernel (MCP servers)."""
+
+    async def prepare(self) -> list[str]:
+        """Start what is needed (bounded); returns notices for the user."""
+        ...
+
+    def specs(self) -> list[ToolSpec]:
+        """Every tool available now, in a stable order."""
+        ...
+
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any], timeout: float) -> ExecResult:
+        ...
+
+
+def parse_arguments(raw: str | dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments as a dict; ToolArgumentsError saying what is wrong."""
+    if isinstance(raw, dict):
+        return raw
+    text = (raw or "").strip() or "{}"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolArgumentsError(f"the arguments are not valid JSON ({exc.msg} at "
+                                 f"character {exc.pos}): {text[:200]}") from None
+    if not isinstance(value, dict):
+        raise ToolArgumentsError("the arguments must be a JSON object of named arguments.")
+    return value
+
+
+def call_code(function: str, arguments: dict[str, Any]) -> str:
+    """Python for calling a notebook function with JSON arguments: ``f(a=1, b='x')``."""
+    bad = [k for k in arguments if not _IDENT.match(str(k))]
+    if bad:
+        raise ToolArgumentsError(f"argument names must be Python identifiers: {bad}")
+    parts = [f"{k}={_py_literal(v)}" for k, v in arguments.items()]
+    return f"{function}({', '.join(parts)})"
+
+
+def _py_literal(value: Any) -> str:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_py_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_py_literal(str(k))}: {_py_literal(v)}"
+                               for k, v in value.items()) + "}"
+    return repr(str(value))
+
+
+@dataclass
+class Offer:
+    """What one request offers, and the lookup of every name the model may call."""
+
+    definitions: list[dict[str, Any]] = field(default_factory=list)
+    routes: dict[str, ToolSpec] = field(default_factory=dict)  # every callable name
+    hidden: int = 0  # tools reachable only through mcp_find / mcp_call
+
+
+class Toolbox:
+    """The tools of a session: MCP providers and notebook functions."""
+
+    def __init__(self) -> None:
+        self.providers: list[ToolProvider] = []
+        self.functions: dict[str, ToolSpec] = {}
+        self.last_offer = Offer()
+
+    def __bool__(self) -> bool:
+        return bool(self.providers or self.functions)
+
+    async def prepare(self) -> list[str]:
+        notices: list[str] = []
+        for provider in self.providers:
+            notices += await provider.prepare()
+        return notices
+
+    def all_specs(self) -> list[ToolSpec]:
+        specs = list(self.functions.values())
+        for provider in self.providers:
+            specs += provider.specs()
+        return specs
+
+    def offer(self, budget_tokens: int) -> Offer:
+        """The definitions for the next request: notebook functions, then MCP tools in a
+        stable order while they fit ``budget_tokens``; the rest behind mcp_find/mcp_call."""
+        offer = Offer()
+        specs = self.all_specs()
+        for spec in specs:
+            offer.routes[spec.name] = spec
+        total = sum(s.tokens for s in specs)
+        if total <= budget_tokens:
+            offer.definitions = [s.definition() for s in specs]
+        else:
+            used = META_TOKENS
+            for spec in specs:
+                if spec.kind == "function" or used + spec.tokens <= budget_tokens:
+                    offer.definitions.append(spec.definition())
+                    used += spec.tokens
+                else:
+                    offer.hidden += 1
+            offer.definitions += [meta_find(offer.hidden), meta_call()]
+        self.last_offer = offer
+        return offer
+
+    def find(self, query: str, limit: int = 8) -> list[ToolSpec]:
+        """Tools whose name or description matches the words of ``query``, best first."""
+        words = [w for w in re.split(r"\W+", query.lower()) if w]
+        scored = []
+        for n, spec in enumerate(self.last_offer.routes.values()):
+            text = f"{spec.name} {spec.tool} {spec.description}".lower()
+            score = sum(3 if w in spec.name.lower() else 1 for w in words if w in text)
+            if score or not words:
+                scored.append((-score, n, spec))
+        return [s for _, _, s in sorted(scored)[:limit]]
+
+    def block_for(self, name: str, raw: str) -> CodeBlock | None:
+        """The step for a call of ``name`` (None: not one of these tools)."""
+        if name == FIND:
+            args = parse_arguments(raw)
+            return CodeBlock("json", json.dumps(args, ensure_ascii=False), tool=FIND)
+        if name == CALL:
+            args = parse_arguments(raw)
+            target = str(args.get("tool", ""))
+            inner = args.get("arguments", {})
+            if isinstance(inner, str):
+                inner = parse_arguments(inner)
+            if target not in self.last_offer.routes:
+                raise ToolArgumentsError(f"there is no tool named {target!r}; search with "
+                                         f"{FIND}(query) first.")
+            return self.block_for(target, json.dumps(inner))
+        spec = self.last_offer.routes.get(name)
+        if spec is None:
+            return None
+        args = parse_arguments(raw)
+        if spec.kind == "function":
+            return CodeBlock("python", call_code(spec.tool or spec.name, args))
+        return CodeBlock("json", json.dumps(args, indent=1, ensure_ascii=False), tool=name)
+
+    def spec(self, name: str) -> ToolSpec | None:
+        return self.last_offer.routes.get(name)
+
+    async def run(self, block: CodeBlock, timeout: float) -> ExecResult:
+        """Run an approved tool step (the block's code: the possibly edited arguments)."""
+        try:
+            args = parse_arguments(block.code)
+        except ToolArgumentsError as exc:
+            return ExecResult("error", [_error(f"Not called: {exc}")])
+        if block.tool == FIND:
+            return ExecResult("ok", [_text(self.find_text(str(args.get("query", ""))))])
+        spec = self.spec(block.tool)
+        if spec is None:
+            return ExecResult("error", [_error(f"The tool {block.tool} is no longer available.")])
+        for provider in self.providers:
+            if spec in provider.specs():
+                return await provider.call(spec, args, timeout)
+        return ExecResult("error", [_error(f"The server of {spec.label} is not running.")])
+
+    def find_text(self, query: str) -> str:
+        found = self.find(query)
+        if not found:
+            return f"No tool matches {query!r}."
+        return "\n\n".join(
+            f"{s.name}: {s.description}\nparameters: {json.dumps(s.parameters)}" for s in found
+        ) + f"\n\nCall one with {CALL}(tool, arguments)."
+
+    def prompt_list(self) -> str:
+        """For models without native tool calls: the tools, one line each."""
+        lines = []
+        for spec in self.all_specs():
+            props = spec.parameters.get("properties", {}) if spec.parameters else {}
+            params = ", ".join(props)
+            lines.append(f"- {spec.name}({params}): {spec.description.splitlines()[0][:160]}"
+                         if spec.description else f"- {spec.name}({params})")
+        return "\n".join(lines[:60])
+
+
+META_TOKENS = 160
+
+
+def meta_find(hidden: int) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": FIND,
+        "description": f"Search {hidden} more tools (of MCP servers) that are not listed here; "
+        "returns matching tool names, descriptions and parameters.",
+        "parameters": {"type": "object", "properties": {"query": {
+            "type": "string", "description": "words describing what the tool should do"}},
+            "required": ["query"]}}}
+
+
+def meta_call() -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": CALL,
+        "description": f"Call a tool found with {FIND}, by its name.",
+        "parameters": {"type": "object", "properties": {
+            "tool": {"type": "string"}, "arguments": {"type": "object"}},
+            "required": ["tool", "arguments"]}}}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"output_type": "display_data", "data": {"text/plain": text}, "metadata": {}}
+
+
+def _error(text: str) -> dict[str, Any]:
+    return {"output_type": "error", "ename": "ToolError", "evalue": text, "traceback": [text]}

@@ -1,0 +1,214 @@
+"""The session's tools beyond code: its MCP servers (from the MCP config files) and the
+notebook functions offered with ``%tool``. The commands ``%mcp`` and ``%tool`` call these;
+the engine's ``Toolbox`` does the rest."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from oi_kernel import config
+from oi_kernel.core.tools import CALL, FIND, ToolSpec
+from oi_kernel.core.types import CodeBlock
+from oi_kernel.errors import ConfigError, OIError
+
+TOOL_MIME = "application/vnd.oi.tool+json"
+_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+_RESERVED = {"execute", "run_code", "python", FIND, CALL}
+
+
+def mcp_provider(session: Any) -> Any:
+    """The session's ``McpTools`` (None when no server is configured)."""
+    return next((p for p in session.engine.toolbox.providers
+                 if type(p).__name__ == "McpTools"), None)
+
+
+def attach_mcp(session: Any, *, report: bool = True) -> Any:
+    """Read the MCP config files and give the engine the servers' tools (started later, in
+    the background). A bad config is reported as a configuration problem."""
+    from oi_kernel.execution.mcp.config import load_servers
+    from oi_kernel.execution.mcp.hub import McpTools
+
+    settings = session.engine.tool_settings
+    try:
+        servers = load_servers(settings.mcp_config, {
+            "call_timeout": settings.call_timeout, "connect_timeout": settings.connect_timeout})
+    except ConfigError as exc:
+        if report:
+            config.warn(str(exc))
+        servers = []
+        session.mcp_error = str(exc)
+    else:
+        session.mcp_error = ""
+    if not servers:
+        return None
+    hub = McpTools(servers)
+    session.engine.toolbox.providers.append(hub)
+    return hub
+
+
+async def reload_mcp(session: Any) -> str:
+    """``%mcp reload``: stop the servers, read the config again, start them."""
+    old = mcp_provider(session)
+    if old is not None:
+        await old.close()
+        session.engine.toolbox.providers.remove(old)
+    hub = attach_mcp(session, report=False)
+    if session.mcp_error:
+        raise OIError(session.mcp_error)
+    if hub is None:
+        return "No MCP servers are configured." + HOW_TO_CONFIGURE
+    notices = await hub.prepare()
+    return describe_mcp(session) + ("\n\n" + "\n\n".join(notices) if notices else "")
+
+
+HOW_TO_CONFIGURE = (
+    "\n\nPut them in a JSON file in the format Claude Desktop uses, "
+    '`{"mcpServers": {"NAME": {"command": "...", "args": [...]}}}` (or `{"url": "http://..."}` '
+    "for streamable HTTP), at `$OI_MCP_CONFIG`, `c.Tools.mcp_config`, or `mcp.json` in a "
+    "Jupyter config directory (`jupyter --paths`), then run `%mcp reload`.")
+
+
+def sdk_missing() -> str:
+    """The install hint when the MCP SDK is not importable; "" when it is."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        return ("The MCP Python SDK is not installed: `pip install 'oi-kernel[mcp]'` (or "
+                "`pip install mcp`), then restart the kernel.")
+    return ""
+
+
+def describe_mcp(session: Any) -> str:
+    hub = mcp_provider(session)
+    if session.mcp_error:
+        return f"The MCP config could not be used: {session.mcp_error}"
+    if hub is None:
+        return "No MCP servers are configured." + HOW_TO_CONFIGURE
+    text = "**MCP servers**\n\n" + hub.describe()
+    if missing := sdk_missing():
+        text += "\n\n" + missing
+    offer = session.engine.toolbox.last_offer
+    if offer.hidden:
+        text += (f"\n\n{len(offer.routes) - offer.hidden} tools are offered directly; "
+                 f"{offer.hidden} more do not fit the tool budget "
+                 f"({session.engine.tool_budget_tokens():,} tokens) and are reached through "
+                 f"`{FIND}` / `{CALL}`.")
+    return text
+
+
+# ----------------------------------------------------------------- notebook functions
+_INTROSPECT = r'''
+def _oi_tool_specs(names):
+    import inspect, json, types, typing
+    from IPython.display import display
+    ns = get_ipython().user_ns
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    def schema(t):
+        origin, args = typing.get_origin(t), typing.get_args(t)
+        if t in simple:
+            return {"type": simple[t]}
+        if t in (list, tuple, set) or origin in (list, tuple, set):
+            return {"type": "array", "items": schema(args[0]) if args else {}}
+        if t is dict or origin is dict:
+            return {"type": "object"}
+        if origin is typing.Literal:
+            return {"enum": list(args)}
+        if origin in (typing.Union, getattr(types, "UnionType", None)):
+            kept = [schema(a) for a in args if a is not type(None)]
+            return kept[0] if len(kept) == 1 else {"anyOf": kept}
+        return {}
+    def arg_docs(doc):
+        out = {}
+        for line in doc.splitlines():
+            line = line.strip()
+            for head in (":param ", ""):
+                if line.startswith(head) and ":" in line[len(head):]:
+                    name, _, text = line[len(head):].partition(":")
+                    name = name.split("(")[0].split()[-1] if name.split() else ""
+                    if name.isidentifier() and text.strip():
+                        out.setdefault(name, text.strip())
+        return out
+    for name in names:
+        f = ns.get(name)
+        if not callable(f):
+            display({"text/plain": f"{name}: not a function in this kernel",
+                     "application/vnd.oi.tool+json": {"name": name, "error": "not a function"
+                     + ("" if f is None else f" (it is a {type(f).__name__})")}}, raw=True)
+            continue
+        try:
+            sig = inspect.signature(f)
+        except (TypeError, ValueError):
+            sig = None
+        try:
+            hints = typing.get_type_hints(f)
+        except Exception:
+            hints = {}
+        doc = inspect.getdoc(f) or ""
+        docs = arg_docs(doc)
+        props, required = {}, []
+        for p in (sig.parameters.values() if sig else []):
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+                continue
+            prop = schema(hints.get(p.name, p.annotation))
+            if p.name in docs:
+                prop["description"] = docs[p.name]
+            if p.default is p.empty:
+                required.append(p.name)
+            else:
+                try:
+                    prop["default"] = json.loads(json.dumps(p.default))
+                except (TypeError, ValueError):
+                    pass
+            props[p.name] = prop
+        spec = {"name": name, "description": doc.split("\n\n")[0].strip(),
+                "parameters": {"type": "object", "properties": props, "required": required}}
+        display({"text/plain": f"tool {name}{sig if sig else '(...)'}",
+                 "application/vnd.oi.tool+json": spec}, raw=True)
+_oi_tool_specs(%r)
+del _oi_tool_specs
+'''
+
+
+def check_names(names: list[str]) -> None:
+    for name in names:
+        if not _IDENT.match(name) or name in _RESERVED:
+            raise OIError(f"{name!r} cannot be a tool name: use a function whose name starts "
+                          "with a letter (letters, digits, _), not execute/run_code/python/"
+                          "mcp_find/mcp_call.")
+
+
+async def offer_functions(session: Any, names: list[str]) -> list[str]:
+    """Offer notebook functions as tools; returns one line per function (or problem)."""
+    check_names(names)
+    result = await session.executor.run(CodeBlock("python", _INTROSPECT % (names,)))
+    specs = [o["data"][TOOL_MIME] for o in result.outputs
+             if TOOL_MIME in (o.get("data") or {})]
+    if result.status != "ok" or not specs:
+        raise OIError("Could not read the functions' signatures in the kernel "
+                      f"({result.status}): {result.message or result.outputs}")
+    lines = []
+    for spec in specs:
+        if "error" in spec:
+            lines.append(f"- `{spec['name']}`: {spec['error']}; define it first.")
+            continue
+        name = spec["name"]
+        description = spec["description"] or f"The notebook function {name}."
+        tool = ToolSpec(name=name, description=description, parameters=spec["parameters"],
+                        kind="function", tool=name)
+        tool.tokens = len(json.dumps(tool.definition())) // 3 + 8
+        session.engine.toolbox.functions[name] = tool
+        lines.append(f"- `{name}({', '.join(spec['parameters']['properties'])})`: offered")
+    session.log_event("tools_offered", functions=sorted(session.engine.toolbox.functions))
+    return lines
+
+
+def describe_functions(session: Any) -> str:
+    functions = session.engine.toolbox.functions
+    if not functions:
+        return ("No notebook functions are offered as tools. Offer one with `%tool NAME` (a "
+                "function defined in this notebook).")
+    lines = [f"- `{s.name}`: {s.description} — parameters: "
+             f"`{json.dumps(s.parameters.get('properties', {}))}`" for s in functions.values()]
+    return "**Notebook functions offered as tools**\n\n" + "\n".join(lines)
