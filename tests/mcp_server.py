@@ -102,8 +102,7 @@ def main() -> None:
         return
     server = build(opts.many)
     if opts.http:
-        server.settings.host, server.settings.port = "127.0.0.1", opts.http
-        server.run(transport="streamable-http")
+        server.run("streamable-http", host="127.0.0.1", port=opts.http)
     else:
         server.run()
 

@@ -126,6 +126,7 @@ class Interpreter:
         log: bool = True,
         llm: LLM | None = None,
         session_kind: Kind = "api",
+        tools: list[Callable[..., Any]] | tuple[Callable[..., Any], ...] = (),
     ) -> None:
         settings = {"model": model, "api_base": api_base, "api_key": api_key}
         own_llm = llm is None
@@ -157,6 +158,8 @@ class Interpreter:
         self._job: Job | None = None  # the latest turn
         self._res = _Resources(LoopThread(), self.session)
         self._finalizer = weakref.finalize(self, self._res.release)
+        if tools:
+            self.add_tools(*tools)
 
     # ------------------------------------------------------------ state
     @property
@@ -246,6 +249,30 @@ class Interpreter:
         finally:
             self._busy = False
         return _output_chunk(0, result.status, result.outputs, result.message)
+
+    def add_tools(self, *functions: Callable[..., Any]) -> list[str]:
+        """Offer Python functions to the model as tools: each is defined in the child kernel
+        from its source, and its schema comes from its signature, type hints and docstring
+        (as ``%tool NAME`` in a notebook). A call runs ``f(**arguments)`` in the child as a
+        code step (reviewed, approved, logged, exported as ordinary code)."""
+        import textwrap
+
+        from oi_kernel.session.tools import offer_functions
+
+        self._check_idle()
+        names = []
+        for function in functions:
+            try:
+                source = textwrap.dedent(inspect.getsource(function))
+            except (OSError, TypeError) as exc:
+                raise OIError(f"The source of {function!r} is not available ({exc}): define "
+                              "the tool in a file or a notebook cell.") from None
+            result = self._res.loop.call(self._run_direct("python", source))
+            if result.status != "ok":
+                raise OIError(f"Defining {function.__name__} in the kernel failed: "
+                              f"{result.message or result.outputs}")
+            names.append(function.__name__)
+        return self._res.loop.call(offer_functions(self.session, names))
 
     def reset(self) -> None:
         """Forget the conversation; Python variables are kept (see ``restart``)."""

@@ -222,6 +222,9 @@ class Toolbox:
         return CodeBlock("json", json.dumps(args, indent=1, ensure_ascii=False), tool=name)
 
     def spec(self, name: str) -> ToolSpec | None:
+        if name == FIND:
+            return ToolSpec(FIND, "Search the tools not offered directly.", {}, kind="meta",
+                            read_only=True)
         return self.last_offer.routes.get(name)
 
     async def run(self, block: CodeBlock, timeout: float) -> ExecResult:
