@@ -281,3 +281,41 @@ def test_notebook_function_as_tool(llm_server, tmp_path):
     assert "TypeError" in bad and "amont" in bad
     codes = [r["code"] for r in read_log(log) if r["event"] == "execution"]
     assert codes == ["add_tax(amount=10)", "add_tax(amont=10)"]
+
+
+def test_export_verify_and_replay_with_tool_calls(llm_server, tmp_path, prices_config,
+                                                  monkeypatch):
+    from oi_kernel.api.replay import replay_log
+    from oi_kernel.record.export import export_notebook
+    from oi_kernel.record.verify import verify_notebook
+
+    llm_server.enqueue(call("prices__lookup_price", {"item": "apple"}),
+                       call("add_tax", {"amount": 10}), S.text("12 EUR."))
+    with make(llm_server, tmp_path, auto_run=True, tools=[add_tax]) as it:
+        list(it.chat("apple price, and 10 with tax"))
+        log = it.log_path
+    nb_path = export_notebook(log, tmp_path / "out.ipynb")
+    nb = json.loads(nb_path.read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert sources[-2:] == [
+        "from oi_kernel.execution.mcp.notebook import call_tool\n"
+        "call_tool('prices', 'lookup_price', {'item': 'apple'});",
+        "add_tax(amount=10)"]
+    assert sources[0].startswith("def add_tax(")
+    tool_cell = [c for c in nb["cells"] if c["cell_type"] == "code"][-2]
+    assert tool_cell["metadata"]["oi_kernel"]["tool"] == {"server": "prices",
+                                                          "tool": "lookup_price"}
+    report = verify_notebook(nb_path, cwd=tmp_path)
+    assert report.ok, report.format()
+    assert [c.status for c in report.cells] == ["same", "same", "same"]
+    # the server is not configured where the notebook is verified: the result is kept
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.setenv("OI_MCP_CONFIG", str(write_config(tmp_path / "elsewhere", {})))
+    report = verify_notebook(nb_path, cwd=tmp_path)
+    assert [c.status for c in report.cells] == ["same", "kept", "same"], report.format()
+    assert report.ok and "recorded result kept" in report.cells[1].detail
+    # replay: the recorded MCP result, no server (its config is gone too)
+    monkeypatch.delenv("OI_MCP_CONFIG")
+    replayed = replay_log(log, cwd=tmp_path)
+    assert replayed.ok, replayed.format()
+    assert [c.status for c in replayed.checks] == ["same", "same", "same"]

@@ -18,6 +18,7 @@ from oi_kernel.record.replay import (
     _CUT_SHORT,
     RecordedApprover,
     RecordedSession,
+    RecordedTools,
     RecordedTurn,
     ReplayReport,
     StepCheck,
@@ -44,7 +45,8 @@ def replay_log(
     """
     from oi_kernel.record.session_log import read_log
 
-    session = parse_session(read_log(log_path))
+    records = read_log(log_path)
+    session = parse_session(records)
     if not session.actions:
         raise OIError(
             f"{log_path} holds no instructions to replay; is it an oi_kernel session log?"
@@ -55,7 +57,8 @@ def replay_log(
     if in_place:
         if source is None:
             raise OIError("in_place needs a directory: pass cwd (--cwd).")
-        return _replay(session, source, kernel, timeout, log_path, {recorded_cwd, str(source)})
+        return _replay(session, source, kernel, timeout, log_path, {recorded_cwd, str(source)},
+                       records)
     with tempfile.TemporaryDirectory(prefix="oi-replay-") as tmp:
         workdir = Path(tmp) / ((source.name if source else "") or "work")
         if source is not None:
@@ -64,7 +67,7 @@ def replay_log(
             _copy_dir(source, workdir)
         workdir.mkdir(exist_ok=True)
         roots = {recorded_cwd, str(source or ""), str(workdir), os.path.realpath(workdir)}
-        return _replay(session, workdir, kernel, timeout, log_path, roots)
+        return _replay(session, workdir, kernel, timeout, log_path, roots, records)
 
 
 def _existing(path: str) -> Path | None:
@@ -78,6 +81,7 @@ def _replay(
     timeout: float,
     log_path: str | Path,
     roots: set[str],
+    records: list[dict[str, Any]] = (),  # type: ignore[assignment]
 ) -> ReplayReport:
     llm = RecordedLLM(model=str(session.start.get("model") or "recorded"), api_key="")
     approver = RecordedApprover()
@@ -92,6 +96,9 @@ def _replay(
         timeout=timeout,
         log=False,
     ) as it:
+        tools = RecordedTools(list(records))
+        it.engine.toolbox.providers.append(tools)  # MCP results as recorded: no server
+        it.engine.toolbox.functions.update(tools.functions)
         for cap in _CAPS:  # the recording's own caps show as where its turns ended
             if it.engine.has_trait(cap):
                 setattr(it.engine, cap, 0)

@@ -160,6 +160,8 @@ class _Builder:
             "language": r.get("language"),
             "model": self.model or self.start.get("model"),
             "time": r.get("t"),
+            "tool": ({"server": r.get("server"), "tool": r.get("server_tool")}
+                     if r.get("tool_kind") == "mcp" else None),
         }
 
     def _direct_meta(self, r: dict[str, Any]) -> dict[str, Any]:
@@ -207,6 +209,8 @@ class _Builder:
 def _source(r: dict[str, Any]) -> str | None:
     """The IPython source of an execution or direct record; None if not exportable."""
     code = r.get("code") or ""
+    if r.get("tool_kind") == "mcp":
+        return tool_call_source(str(r.get("server")), str(r.get("server_tool")), code)
     if r.get("event") == "direct":
         if r.get("kind") == "shell" and not code.lstrip().startswith(("!", "%")):
             return "!" + code
@@ -215,6 +219,19 @@ def _source(r: dict[str, Any]) -> str | None:
         return as_ipython_cell(r.get("language") or "python", code)
     except KeyError:
         return None
+
+
+def tool_call_source(server: str, tool: str, arguments_json: str) -> str:
+    """The code cell of an MCP tool step: the same call through a small helper."""
+    import json
+
+    try:
+        arguments = json.loads(arguments_json or "{}")
+    except json.JSONDecodeError:
+        arguments = {}
+    args = repr(arguments)
+    return ("from oi_kernel.execution.mcp.notebook import call_tool\n"
+            f"call_tool({server!r}, {tool!r}, {args});")
 
 
 def _output(o: Any, count: int) -> Any:

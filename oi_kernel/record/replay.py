@@ -22,6 +22,8 @@ from oi_kernel.core.types import (
     Turn,
     code_hash,
 )
+from oi_kernel.core.executor import ExecResult
+from oi_kernel.core.tools import ToolSpec
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.llm.recorded import RecordedLLM, ReplayDivergedError
 from oi_kernel.record.verify import compare_outputs
@@ -143,6 +145,46 @@ def _decision(record: dict[str, Any], proposed: str) -> Decision:
     if action == "edited":
         return Decision("run", str(record.get("code") or ""), edited=True, by=by)
     return Decision("run", proposed, by=by)  # approved / auto: whatever is proposed now
+
+
+class RecordedTools:
+    """The session's tools for a replay: MCP calls answer with their recorded results (no
+    server is started); notebook functions offered with ``%tool`` are offered again (their
+    calls are code, re-run in the replay's kernel)."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        self._results: dict[str, list[dict[str, Any]]] = {}
+        for r in records:
+            if r.get("event") == "execution" and r.get("tool_kind") == "mcp":
+                name = str(r.get("tool"))
+                self._specs.setdefault(name, ToolSpec(
+                    name, "(recorded)", {"type": "object", "properties": {}}, kind="mcp",
+                    server=str(r.get("server")), tool=str(r.get("server_tool"))))
+                self._results.setdefault(name, []).append(r)
+            elif r.get("event") == "tools_offered":
+                for name in r.get("functions") or []:
+                    self._specs[name] = ToolSpec(name, "(recorded)", {}, kind="function",
+                                                 tool=name)
+
+    @property
+    def functions(self) -> dict[str, ToolSpec]:
+        return {n: s for n, s in self._specs.items() if s.kind == "function"}
+
+    async def prepare(self) -> list[str]:
+        return []
+
+    def specs(self) -> list[ToolSpec]:
+        return [s for s in self._specs.values() if s.kind == "mcp"]
+
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any], timeout: float) -> ExecResult:
+        queue = self._results.get(spec.name) or []
+        if not queue:
+            raise ReplayDivergedError(f"The replay called {spec.label} more often than the "
+                                      "recording did.")
+        r = queue.pop(0)
+        status = r.get("status") if r.get("status") in ("ok", "error") else "error"
+        return ExecResult(status, list(r.get("outputs") or []))
 
 
 # ----------------------------------------------------------------------------- the report

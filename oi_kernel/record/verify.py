@@ -26,7 +26,7 @@ _COPY_IGNORE = (".git", "node_modules", ".venv", "venv", "__pycache__", ".ipynb_
 
 # ---------------------------------------------------------------- verify
 
-CheckStatus = Literal["same", "different", "error", "skipped"]
+CheckStatus = Literal["same", "different", "error", "skipped", "kept"]
 
 
 @dataclass
@@ -41,7 +41,9 @@ class CellCheck:
 
 @dataclass
 class VerifyReport:
-    """The outcome of ``verify_notebook``; ``ok`` only if every code cell is "same"."""
+    """The outcome of ``verify_notebook``; ``ok`` only if every code cell is "same" (or
+    "kept": an MCP tool call whose server is not reachable here keeps its recorded
+    result, and the report says so)."""
 
     ok: bool
     cells: list[CellCheck] = field(default_factory=list)
@@ -55,9 +57,12 @@ class VerifyReport:
             count = "" if c.execution_count is None else f"[{c.execution_count}]"
             lines.append(f"{c.index:>4}  {count:>4}  {c.status:<9}  {c.detail}".rstrip())
         same = sum(c.status == "same" for c in self.cells)
+        kept = sum(c.status == "kept" for c in self.cells)
         verdict = "OK" if self.ok else "FAILED"
         lines.append(
             f"{verdict}: {same} of {len(self.cells)} code cells reproduce their recorded outputs"
+            + (f"; {kept} MCP tool call(s) kept their recorded result (server not reachable)"
+               if kept else "")
             + (f" ({self.notebook})" if self.notebook else "")
         )
         return "\n".join(lines)
@@ -159,11 +164,25 @@ def _compare(
             checks.append(CellCheck(index, "skipped", "not run", count))
         elif isinstance(new, str):
             checks.append(CellCheck(index, "error", new, count))
+        elif (why := _unreachable_tool(cell, new)):
+            checks.append(CellCheck(index, "kept", why, count))
         else:
             status, detail = compare_outputs(cell.outputs, new, roots)
             checks.append(CellCheck(index, status, detail, count))
-    ok = all(c.status == "same" for c in checks)
+    ok = all(c.status in ("same", "kept") for c in checks)
     return VerifyReport(ok, checks, notebook=str(path), workdir=str(workdir))
+
+
+def _unreachable_tool(cell: Any, new: list[Any]) -> str:
+    """Why an MCP tool cell could not run here ("" when it ran or is not one)."""
+    tool = cell.get("metadata", {}).get("oi_kernel", {}).get("tool")
+    if not tool:
+        return ""
+    for out in new:
+        if out.get("output_type") == "error" and out.get("ename") == "ToolUnreachable":
+            return (f"MCP server {tool.get('server')!r} not reachable: recorded result kept "
+                    f"({_clip(str(out.get('evalue', '')), 80)})")
+    return ""
 
 
 def compare_outputs(
