@@ -319,3 +319,21 @@ def test_export_verify_and_replay_with_tool_calls(llm_server, tmp_path, prices_c
     replayed = replay_log(log, cwd=tmp_path)
     assert replayed.ok, replayed.format()
     assert [c.status for c in replayed.checks] == ["same", "same", "same"]
+
+
+def test_markdown_mode_fenced_tool_block(llm_server, tmp_path, prices_config):
+    fence = "```"
+    llm_server.enqueue(
+        S.text(f'Let me look.\n{fence}tool\n{{"tool": "prices__lookup_price", '
+               f'"arguments": {{"item": "pear"}}}}\n{fence}\n'),
+        S.text(f'{fence}tool\n{{"tool": "nope"}}\n{fence}\n'),
+        S.text("Pears cost 2.5 EUR."))
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        it.llm.tool_mode = "markdown"
+        list(it.chat("pear price?"))
+    first, second, third = llm_server.requests
+    assert "tools" not in first or not first["tools"]
+    system = first["messages"][0]["content"]
+    assert "```tool" in system and "- prices__lookup_price(item): Look up the price" in system
+    assert second["messages"][-1] == {"role": "user", "content": "pear: 2.5 EUR"}
+    assert "there is no tool named 'nope'" in third["messages"][-1]["content"]

@@ -394,7 +394,7 @@ async def _mcp(ctx: CommandContext, arg: str) -> None:
     elif arg:
         raise ctx.usage("mcp [reload]")
     else:
-        ctx.say(tools.describe_mcp(ctx.session))
+        ctx.say(await tools.show_mcp(ctx.session))
 
 
 @command("tool", "[NAME ...] [-d NAME]", "offer notebook functions to the model as tools; "

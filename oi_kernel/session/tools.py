@@ -80,6 +80,17 @@ def sdk_missing() -> str:
     return ""
 
 
+async def show_mcp(session: Any) -> str:
+    """``%mcp``: start the servers if they are not yet (bounded), then describe them."""
+    hub = mcp_provider(session)
+    notices: list[str] = []
+    if hub is not None and not sdk_missing():
+        notices = await hub.prepare()
+        session.engine.toolbox.offer(session.engine.tool_budget_tokens())
+    text = describe_mcp(session)
+    return text + ("\n\n" + "\n\n".join(notices) if notices else "")
+
+
 def describe_mcp(session: Any) -> str:
     hub = mcp_provider(session)
     if session.mcp_error:
