@@ -337,3 +337,42 @@ def test_markdown_mode_fenced_tool_block(llm_server, tmp_path, prices_config):
     assert "```tool" in system and "- prices__lookup_price(item): Look up the price" in system
     assert second["messages"][-1] == {"role": "user", "content": "pear: 2.5 EUR"}
     assert "there is no tool named 'nope'" in third["messages"][-1]["content"]
+
+
+def test_config_sources_and_precedence(tmp_path, monkeypatch):
+    from oi_kernel.execution.mcp.config import load_servers
+
+    jupyter_dir = tmp_path / "jupyter"
+    jupyter_dir.mkdir()
+    write_config(jupyter_dir, {"a": {"command": "from-jupyter"}, "j": {"command": "j"}})
+    configured = tmp_path / "configured.json"
+    configured.write_text(json.dumps({"mcpServers": {"a": {"command": "from-c-tools"}}}))
+    env_file = tmp_path / "env.json"
+    env_file.write_text(json.dumps({"mcpServers": {"e": {"url": "http://127.0.0.1:9/mcp"}}}))
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(jupyter_dir))
+    monkeypatch.setenv("OI_MCP_CONFIG", str(env_file))
+    servers = {s.name: s for s in load_servers(str(configured))}
+    assert list(servers) == ["e", "a", "j"]
+    assert servers["a"].command == "from-c-tools"
+    monkeypatch.setenv("OI_MCP_CONFIG", str(tmp_path / "missing.json"))
+    with pytest.raises(ConfigError, match="OI_MCP_CONFIG points at .*missing.json"):
+        load_servers()
+
+
+def test_profile_key_sets_the_config(tmp_path):
+    from oi_kernel.session.profiles import SETTINGS
+
+    assert SETTINGS["mcp_config"].owner == "tools"
+
+
+def test_hung_tool_call_times_out_and_the_server_stays_usable(llm_server, tmp_path,
+                                                               monkeypatch):
+    path = write_config(tmp_path, {"prices": server_entry(timeout=1)})
+    monkeypatch.setenv("OI_MCP_CONFIG", str(path))
+    llm_server.enqueue(call("prices__slow", {"seconds": 3}),
+                       call("prices__lookup_price", {"item": "apple"}), S.text("ok"))
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        list(it.chat("x"))
+    hung, after = [tool_messages(b)[-1] for b in llm_server.requests[1:]]
+    assert "did not answer within 1 s" in hung
+    assert after == "apple: 1.25 EUR"

@@ -180,6 +180,22 @@ class Session:
                     pass
 
             threading.Thread(target=load, name="oi-mcp-import", daemon=True).start()
+            self.start_tools_soon()
+
+    def start_tools_soon(self, delay: float = 2.0) -> None:
+        """Start the MCP servers in the background a little later (when a loop runs here:
+        the kernel's), so the first instruction need not wait for them."""
+        import asyncio
+
+        from oi_kernel.session.tools import mcp_provider
+
+        hub = mcp_provider(self)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if hub is not None:
+            loop.call_later(delay, hub.start_soon)
 
     async def close_tools(self, timeout: float = 8.0) -> None:
         """Stop the MCP servers (bounded)."""
@@ -241,14 +257,14 @@ def build_session(
     session = Session(kind, engine, child=child, runner=runner, log_dir=log_dir,
                       logging=logging, session_id=session_id or _session_id_from_env(kind))
     session_ref.append(session)
-    if kind != "replay":
-        from oi_kernel.session.tools import attach_mcp
-
-        attach_mcp(session)
     if door.profiles:
         from oi_kernel.session.profile_state import apply_startup
 
         apply_startup(engine, child=child)  # OI_PROFILE / c.Profile.name
+    if kind != "replay":
+        from oi_kernel.session.tools import attach_mcp
+
+        attach_mcp(session)  # the servers start later, in the background
     return session
 
 

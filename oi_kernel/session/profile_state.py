@@ -68,7 +68,8 @@ def _state(engine: Any, child: Any = None) -> _State:
 
 
 def _target(engine: Any, owner: Owner, child: Any) -> Any:
-    return {"engine": engine, "llm": engine.llm, "child": child}[owner]
+    return {"engine": engine, "llm": engine.llm, "child": child,
+            "tools": engine.tool_settings}[owner]
 
 
 def _config_value(obj: Any, trait: str) -> Any:

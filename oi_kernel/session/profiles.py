@@ -38,7 +38,7 @@ BUILTIN_DIR = Path(__file__).parent.parent / "data" / "profiles"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _MISSING = object()
 
-Owner = Literal["engine", "llm", "child"]
+Owner = Literal["engine", "llm", "child", "tools"]
 Kind = Literal["str", "int", "number", "bool", "languages"]
 
 
@@ -91,6 +91,7 @@ SETTINGS: dict[str, Setting] = {
         _setting("languages", "engine", "languages"),
         _setting("system_message", "engine", "str"),
         _setting("sandbox", "child", "bool", "OI_SANDBOX"),
+        _setting("mcp_config", "tools", "str"),
     )
 }
 TEXT_KEYS = ("description", "instructions")  # not settings of an object

@@ -151,7 +151,7 @@ class Connection:
             errlog = os.fdopen(fd, "w")  # a real file: the server writes to its descriptor
             stack.callback(errlog.close)
             transport = stdio_client(params, errlog=errlog)
-        return mcp.Client(transport, read_timeout_seconds=spec.call_timeout, mode="legacy",
+        return mcp.Client(transport, read_timeout_seconds=spec.connect_timeout, mode="legacy",
                           message_handler=self._on_message)
 
     async def _on_message(self, message: Any) -> None:
