@@ -82,3 +82,26 @@ def test_server_stops_with_the_kernel(_server, tmp_path):
         ks.close()
     gone, alive = psutil.wait_procs(servers, timeout=15)
     assert not alive, f"left running: {alive}"
+
+
+def test_magic_tool_and_mcp_in_a_python_kernel(_server, tmp_path):
+    """``%oi tool`` / ``%oi mcp`` in an ordinary python3 kernel: the function runs in the
+    notebook's own namespace."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"prices": {
+        "command": sys.executable, "args": ["-m", "tests.mcp_server"], "cwd": str(ROOT)}}}))
+    env = oi_env(_server, tmp_path, OI_AUTO_RUN="1", OI_APPROVAL_UI="stdin",
+                 OI_MCP_CONFIG=str(config))
+    _server.reset()
+    with KernelSession(kernel_name="python3", env=env, cwd=str(tmp_path)) as ks:
+        assert ks.execute("%load_ext oi_kernel").status == "ok"
+        assert ks.execute("def double(x: int) -> int:\n    'Double x.'\n    return 2 * x\n"
+                          ).status == "ok"
+        assert "`double(x)`: offered" in ks.execute("%oi tool double").text
+        assert "lookup_price" in ks.execute("%oi mcp", timeout=90).text
+        _server.enqueue(call("double", {"x": 21}),
+                        call("prices__lookup_price", {"item": "pear"}), S.text("done"))
+        result = ks.execute("%%oi\ndouble 21, then the pear price", timeout=90)
+        assert result.status == "ok", result.text
+        assert "42" in result.text and "pear: 2.5 EUR" in result.text
+        assert ks.execute("print(_ * 1)").status == "ok"  # the namespace is the user's

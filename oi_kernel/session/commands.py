@@ -416,5 +416,6 @@ async def _tool(ctx: CommandContext, arg: str) -> None:
             del toolbox.functions[name]
         ctx.say(f"No longer offered: {', '.join(words[1:])}.")
     else:
+        ctx.events()  # the cell whose outputs the signature check's code goes to
         lines = await tools.offer_functions(ctx.session, words)
         ctx.say("\n".join(lines))
