@@ -376,3 +376,22 @@ def test_hung_tool_call_times_out_and_the_server_stays_usable(llm_server, tmp_pa
     hung, after = [tool_messages(b)[-1] for b in llm_server.requests[1:]]
     assert "did not answer within 1 s" in hung
     assert after == "apple: 1.25 EUR"
+
+
+def test_image_result_shown_and_described(llm_server, tmp_path, prices_config):
+    llm_server.enqueue(call("prices__chart", {}), S.text("A red square."))
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        chunks = list(it.chat("chart"))
+    out = next(c for c in chunks if type(c).__name__ == "OutputChunk")
+    assert out.outputs[0]["data"]["image/png"].startswith("iVBOR")
+    told = tool_messages(llm_server.requests[1])[-1]
+    assert "image/png" in told and "iVBOR" not in told
+
+
+def test_without_the_sdk_the_message_says_how_to_install(monkeypatch):
+    from oi_kernel.errors import OIError
+    from oi_kernel.execution.mcp.connection import load_sdk
+
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    with pytest.raises(OIError, match=r"pip install 'oi-kernel\[mcp\]'"):
+        load_sdk()
