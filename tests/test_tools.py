@@ -395,3 +395,13 @@ def test_without_the_sdk_the_message_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "mcp", None)
     with pytest.raises(OIError, match=r"pip install 'oi-kernel\[mcp\]'"):
         load_sdk()
+
+
+def test_c_tools_settings_come_from_the_config_file(tmp_path):
+    from traitlets.config import Config, Configurable
+
+    from oi_kernel.core.tools import Tools
+
+    cfg = Config({"Tools": {"mcp_config": str(tmp_path / "m.json"), "budget_fraction": 0.1}})
+    tools = Tools(parent=Configurable(config=cfg))
+    assert tools.mcp_config == str(tmp_path / "m.json") and tools.budget_fraction == 0.1

@@ -25,9 +25,9 @@ from traitlets import Float, Unicode, default
 from traitlets.config import Configurable
 
 from oi_kernel import config
+from oi_kernel.core.codeblocks import ToolArgumentsError
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.types import CodeBlock
-from oi_kernel.core.codeblocks import ToolArgumentsError
 
 FIND, CALL = "mcp_find", "mcp_call"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -259,7 +259,8 @@ class Toolbox:
             params = ", ".join(props)
             lines.append(f"- {spec.name}({params}): {spec.description.splitlines()[0][:160]}"
                          if spec.description else f"- {spec.name}({params})")
-        return "\n".join(lines[:60])
+        more = f"\n(and {len(lines) - 60} more tools not listed)" if len(lines) > 60 else ""
+        return "\n".join(lines[:60]) + more
 
 
 META_TOKENS = 160

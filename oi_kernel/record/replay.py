@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from oi_kernel.core.executor import ExecResult
+from oi_kernel.core.tools import ToolSpec
 from oi_kernel.core.types import (
     ApprovalRequest,
     Decision,
@@ -22,8 +24,6 @@ from oi_kernel.core.types import (
     Turn,
     code_hash,
 )
-from oi_kernel.core.executor import ExecResult
-from oi_kernel.core.tools import ToolSpec
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.llm.recorded import RecordedLLM, ReplayDivergedError
 from oi_kernel.record.verify import compare_outputs

@@ -21,8 +21,8 @@ import tempfile
 import time
 from typing import Any
 
-from oi_kernel.execution.mcp.config import ServerSpec
 from oi_kernel.errors import OIError
+from oi_kernel.execution.mcp.config import ServerSpec
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +52,15 @@ def load_sdk() -> Any:
     return mcp
 
 
+if sys.version_info >= (3, 11):
+    _GROUP: Any = BaseExceptionGroup  # noqa: F821
+else:  # anyio depends on the backport there
+    from exceptiongroup import BaseExceptionGroup as _GROUP
+
+
 def describe(exc: BaseException) -> str:
     """One line for an exception, unwrapping anyio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+    while isinstance(exc, _GROUP) and exc.exceptions:
         exc = exc.exceptions[0]
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

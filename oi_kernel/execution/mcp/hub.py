@@ -52,7 +52,7 @@ class McpTools:
         wanted = [c for c in self.connections if c.state in ("idle", "dead")]
         results = await asyncio.gather(*(c.start() for c in wanted), return_exceptions=True)
         notices = []
-        for conn, result in zip(wanted, results):
+        for conn, result in zip(wanted, results, strict=True):
             if isinstance(result, BaseException):
                 if isinstance(result, asyncio.CancelledError):
                     continue
