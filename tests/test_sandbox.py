@@ -167,6 +167,18 @@ def test_grants_from_the_environment_and_the_magic(tmp_path, monkeypatch):
     assert grants.resolved(cwd=str(tmp_path)) == ((), (real,))
 
 
+def test_profiles_can_grant_paths():
+    from oi_kernel.session import profiles
+
+    loaded = profiles.parse_profile(
+        "sandbox: true\nsandbox_read_paths: [~/data]\nsandbox_write_paths: [out]\n", "p")
+    assert loaded.settings == {"sandbox": True, "sandbox_read_paths": ["~/data"],
+                               "sandbox_write_paths": ["out"]}
+    with pytest.raises(profiles.ProfileError, match="must be a list of paths"):
+        profiles.parse_profile("sandbox_read_paths: /data\n", "p")
+    assert profiles.SETTINGS["sandbox_write_paths"].trait == "write_paths"
+
+
 def test_child_env_drops_secrets_and_keeps_the_rest():
     env = {
         "OPENAI_API_KEY": "a" * 20,
