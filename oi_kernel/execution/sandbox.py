@@ -220,24 +220,28 @@ def child_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k in _NOT_SECRET or not is_secret_name(k)}
 
 
-def describe(on: bool, workspace: str, grants: Sandbox, prefix: str = "%") -> str:
-    """Markdown for ``%sandbox``: on/off, what is visible, the grants and how to add one."""
+def grant_lines(grants: Sandbox) -> str:
+    """Markdown bullets: the read-only and the read-write grants."""
     def listed(paths: list[str]) -> str:
         return ", ".join(f"`{p}`" for p in paths) if paths else "none"
 
-    read, write = list(grants.read_paths), list(grants.write_paths)
+    return (f"- read-only grants: {listed(list(grants.read_paths))}\n"
+            f"- read-write grants: {listed(list(grants.write_paths))}")
+
+
+def describe(on: bool, workspace: str, grants: Sandbox, prefix: str = "%") -> str:
+    """Markdown for ``%sandbox``: on/off, what is visible, the grants and how to add one."""
     if not on:
         text = "Sandbox is **off**: Python runs with your own permissions and network."
-        if read or write:
-            text += f" Grants kept for when it is on: read {listed(read)}; write {listed(write)}."
+        if grants.read_paths or grants.write_paths:
+            text += f" Grants kept for when it is on:\n\n{grant_lines(grants)}"
         return text
     return (
         "Sandbox is **on**: Python runs inside bubblewrap with no network and sees only the "
         f"system and Python directories (read-only), `{workspace}` (read-write), a private "
         "/tmp and an empty home directory. Unix sockets outside its own cannot be reached, "
         "even in granted directories.\n\n"
-        f"- read-only grants: {listed(read)}\n- read-write grants: {listed(write)}\n"
-        f"- protection: {mechanism()}\n\n"
+        f"{grant_lines(grants)}\n- protection: {mechanism()}\n\n"
         f"`{prefix}sandbox allow PATH [--write]` grants more (Python restarts); "
         f"`{prefix}sandbox revoke PATH` takes a grant back."
     )

@@ -227,7 +227,7 @@ async def _sandbox(ctx: CommandContext, arg: str) -> None:
             said = "Grant revoked." if changed else f"`{paths[0]}` was not granted."
         restart = changed and child.sandbox
         if changed and not child.sandbox:
-            said += " It applies when the sandbox is on."
+            said += f" It applies when the sandbox is on (`{ctx.prefix}sandbox on`)."
         fields = {"read_paths": list(child.grants.read_paths),
                   "write_paths": list(child.grants.write_paths)}
         reason = f"{ctx.prefix}sandbox {arg.strip()}"
@@ -245,12 +245,12 @@ async def _sandbox(ctx: CommandContext, arg: str) -> None:
         raise ctx.usage(usage)
     if restart:
         await session.restart_child(reason, wait=True, **fields)
+    if said:  # allow / revoke: what changed and the grants now
+        after = f" {RESTART_NOTICE}" if restart else ""
+        ctx.say(f"{said}{after}\n\n{sandbox.grant_lines(child.grants)}")
+        return
     text = sandbox.describe(child.sandbox, where, child.grants, ctx.prefix)
-    if said:
-        text = f"{said} {'Python restarts with it. ' if restart else ''}\n\n{text}"
-    if restart:
-        text += f"\n\n{RESTART_NOTICE}"
-    ctx.say(text)
+    ctx.say(text + (f"\n\n{RESTART_NOTICE}" if restart else ""))
 
 
 # ----------------------------------------------------------------------------- conversation
