@@ -380,7 +380,11 @@ class _Launcher:
                 if self.subapp is None:
                     launcher.confine(self)
 
-        return ConfinedKernelApp.instance()
+        app = ConfinedKernelApp.instance()
+        # Our parent is bwrap's pid 1 (or nobody, as pid 1): no parent polling, and no
+        # "connect another client with --existing" banner on the wrapper's terminal.
+        app.parent_handle = 1
+        return app
 
     def confine(self, app: Any) -> None:
         """Between binding the sockets and running any code: seccomp and the self-tests."""
