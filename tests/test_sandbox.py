@@ -638,3 +638,46 @@ def test_without_landlock_the_kernel_runs_as_pid_1_and_still_interrupts(tmp_path
     asyncio.run(run())
     shown = "".join(outputs)
     assert "pid 1 0" in shown and "alive" in shown
+
+
+@needs_bwrap
+def test_a_python_under_tmp_runs_sandboxed(tmp_path, monkeypatch):
+    """A CI clone: the child's virtual environment lives under /tmp, which the sandbox
+    replaces with a private tmpfs; it must be bound back (read-only) and work."""
+    import asyncio
+    import site
+    import venv
+
+    from oi_kernel.execution.child import ChildKernel
+
+    env_dir = Path(tempfile.mkdtemp(prefix="oi-ci-clone-", dir="/tmp")) / ".venv"
+    try:
+        venv.EnvBuilder(with_pip=False, symlinks=True).create(env_dir)
+        packages = next(env_dir.glob("lib/python*/site-packages"))
+        ours = [p for p in site.getsitepackages() if os.path.isdir(p)]
+        (packages / "oi_test_paths.pth").write_text("\n".join(ours) + "\n")
+        spec_dir = tmp_path / "jp" / "kernels" / "ci-python"
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps({
+            "argv": [str(env_dir / "bin" / "python"), "-m", "ipykernel_launcher", "-f",
+                     "{connection_file}"], "display_name": "ci", "language": "python"}))
+        monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jp"))
+        outputs: list[str] = []
+
+        async def run() -> None:
+            child = ChildKernel(sandbox=True, cwd=str(tmp_path), kernel_name="ci-python")
+            child.on_iopub = lambda msg: outputs.append(str(child.unpack(msg["content"])))
+            try:
+                await child.start_soon()
+                await child.execute("import sys, os\nprint('prefix', sys.prefix)\n"
+                                    f"open({str(packages / 'x.pth')!r}, 'w')")
+            finally:
+                await child.shutdown()
+
+        asyncio.run(run())
+        shown = "".join(outputs)
+        assert f"prefix {env_dir}" in shown
+        assert "Read-only file system" in shown  # the environment is visible, not writable
+        assert not (packages / "x.pth").exists()
+    finally:
+        shutil.rmtree(env_dir.parent, ignore_errors=True)

@@ -102,11 +102,11 @@ class ChildSpec:
         raise self.failed("a unix socket outside the child accepted a connection from it")
 
     def failed(self, why: str) -> SandboxError:
-        said = self.refusal()
+        said = self.refusal() or f"{why}; its stderr, in the Jupyter server's log, says more"
         return SandboxError(
-            f"The sandbox's protections could not be confirmed ({said or why}), so the "
-            "child kernel was stopped before running any code. Code will not run "
-            "unsandboxed; `%sandbox off` runs it without the sandbox."
+            f"The sandbox's protections could not be confirmed ({said}), so the child "
+            "kernel was stopped before running any code. Code will not run unsandboxed; "
+            "`%sandbox off` runs it without the sandbox."
         )
 
     def close(self) -> None:

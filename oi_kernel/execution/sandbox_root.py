@@ -257,8 +257,9 @@ print(json.dumps({"install": install, "other": other}))
 
 
 def ask_python(python: str) -> dict[str, list[str]]:
-    """The install dirs and other import dirs of ``python`` (in-process when it is ours)."""
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
+    """The install dirs and other import dirs of ``python`` (in-process when it is ours:
+    the same path, not the same binary — a venv's python is a link to its base's)."""
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         scope: dict[str, object] = {"__name__": "oi_sandbox_ask"}
         from contextlib import redirect_stdout
         from io import StringIO
