@@ -179,6 +179,20 @@ def test_profiles_can_grant_paths():
     assert profiles.SETTINGS["sandbox_write_paths"].trait == "write_paths"
 
 
+def test_grants_come_from_the_config_file_too(tmp_path):
+    from traitlets.config import Config
+
+    from oi_kernel.execution.child import ChildKernel
+
+    config = Config()
+    config.Sandbox.read_paths = [str(tmp_path)]
+    config.Sandbox.write_paths = ["relative/out"]
+    child = ChildKernel(config=config)
+    assert child.grants.read_paths == [str(tmp_path)]
+    with pytest.raises(sandbox.SandboxError, match="does not exist"):
+        child.grants.resolved(cwd=str(tmp_path))  # checked when the child starts
+
+
 def test_child_env_drops_secrets_and_keeps_the_rest():
     env = {
         "OPENAI_API_KEY": "a" * 20,

@@ -104,7 +104,7 @@ class ChildKernel(LoggingConfigurable):
         0.25, config=True, help="Seconds between checks that the child kernel is still alive."
     )
     cwd = Unicode("", config=True, help="Working directory of the child kernel; empty means ours.")
-    sandboxed = Bool(False, help="Set by the sandbox provisioner when the child is confined.")
+    sandboxed = Bool(False, help="Whether the running child is confined (set when it starts).")
     sandbox = Bool(
         config=True,
         help="Run the child kernel inside bubblewrap with a deny-by-default view: system and "

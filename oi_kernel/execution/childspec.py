@@ -78,7 +78,7 @@ class ChildSpec:
         for channel in _CHANNELS:
             port = info[f"{channel}_port"]
             source, link = f"{info['ip']}-{port}", os.path.join(pinned, f"k-{port}")
-            while not os.path.lexists(source):
+            while not os.path.lexists(source):  # noqa: ASYNC240 - one local stat
                 if not await km.is_alive():
                     raise self.failed("the child exited before binding its sockets")
                 if time.monotonic() > deadline:
