@@ -64,8 +64,10 @@ class KernelSession:
         kernel_name: str = "open-interpreter",
         env: dict[str, str] | None = None,
         cwd: str | None = None,
+        connection_file: str | None = None,
     ) -> None:
-        self.km = KernelManager(kernel_name=kernel_name)
+        self.km = KernelManager(kernel_name=kernel_name, **(
+            {"connection_file": connection_file} if connection_file else {}))
         full_env = {**os.environ, **(env or {})}
         self.km.start_kernel(env=full_env, cwd=cwd)
         self.kc = self.km.client()

@@ -236,3 +236,33 @@ def test_oi_magic_card_run_output_and_inserted_cell(lab: Lab, lab_server: LabSer
     assert status.inner_text().startswith("openai/scripted · ")
     assert "0 in / 0 out" not in status.inner_text()  # the turn's tokens were pushed
     lab.screenshot("browser-magic-insert.png")
+
+
+# ---------------------------------------------------------------- issue 24
+
+
+def test_sandbox_grants_show_in_the_status_item(lab: Lab, lab_server: LabServer, tmp_path):
+    from oi_kernel.execution import sandbox
+
+    if sandbox.probe():
+        pytest.skip(f"no sandbox here: {sandbox.probe()}")
+    data = tmp_path / "granted-data"
+    data.mkdir()
+    (data / "table.csv").write_text("a,b\n1,2\n")
+    cells = ["%sandbox on", f"%sandbox allow {data}",
+             f"%%python\nprint(open({str(data / 'table.csv')!r}).read())"]
+    write_notebook(lab_server.root / "sandbox.ipynb", *OI_KERNEL, cells)
+    lab.open_notebook("sandbox.ipynb")
+    status = lab.page.locator(".oi-StatusItem")
+    status.wait_for()
+    assert "sandbox" not in status.inner_text()
+    lab.command("notebook:run-all-cells")
+    stdout_with(lab, 2, "1,2").wait_for()
+    lab.page.wait_for_function(
+        "() => (document.querySelector('.oi-StatusItem') || {}).textContent?.endsWith('sandbox +1')"
+    )
+    assert f"Sandbox: on\n  may read: {data}" in status.get_attribute("title")
+    lab.cell(1).get_by_text("read-only grants").wait_for()
+    assert "variables from before are gone" in lab.cell(1).inner_text()
+    lab.wait_kernel_idle()
+    lab.screenshot("browser-sandbox-grants.png")

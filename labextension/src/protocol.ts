@@ -29,6 +29,9 @@ export interface IStatusMessage {
   cost: number | null;
   approval: ApprovalPolicy;
   sandbox: boolean;
+  /** Paths the sandboxed child may read / read and write besides its workspace. */
+  sandbox_read: string[];
+  sandbox_write: string[];
   turns: number;
   kernel: 'open-interpreter' | 'ipython-magic';
 }
@@ -148,6 +151,13 @@ const CELL_STATUSES: VerifyCellStatus[] = [
   'skipped'
 ];
 
+/** The strings of a list (anything else: none). */
+function strings(value: unknown): string[] {
+  return Array.isArray(value)
+    ? value.filter((v): v is string => typeof v === 'string')
+    : [];
+}
+
 function parseStatus(data: Json): IStatusMessage | null {
   if (typeof data.model !== 'string') {
     return null;
@@ -164,6 +174,8 @@ function parseStatus(data: Json): IStatusMessage | null {
     cost: typeof cost === 'number' && Number.isFinite(cost) ? cost : null,
     approval,
     sandbox: data.sandbox === true,
+    sandbox_read: strings(data.sandbox_read),
+    sandbox_write: strings(data.sandbox_write),
     turns: int(data, 'turns'),
     kernel:
       data.kernel === 'ipython-magic' ? 'ipython-magic' : 'open-interpreter'
@@ -377,7 +389,8 @@ export function approvalLabel(policy: ApprovalPolicy): string {
 
 /**
  * One-line status bar text, e.g.
- * "gpt-4o-mini · 1.2k in / 340 out · $0.0021 · ask each · sandbox".
+ * "gpt-4o-mini · 1.2k in / 340 out · $0.0021 · ask each · sandbox +2"
+ * (+2: paths granted to the sandbox besides its workspace).
  */
 export function formatStatus(status: IStatusMessage): string {
   const parts = [
@@ -392,9 +405,22 @@ export function formatStatus(status: IStatusMessage): string {
   }
   parts.push(approvalLabel(status.approval));
   if (status.sandbox) {
-    parts.push('sandbox');
+    const grants = status.sandbox_read.length + status.sandbox_write.length;
+    parts.push(grants ? `sandbox +${grants}` : 'sandbox');
   }
   return parts.join(' · ');
+}
+
+/** Tooltip lines for the sandbox's grants (kept while it is off, so shown then too). */
+function sandboxGrants(status: IStatusMessage): string[] {
+  const lines: string[] = [];
+  if (status.sandbox_read.length) {
+    lines.push(`  may read: ${status.sandbox_read.join(', ')}`);
+  }
+  if (status.sandbox_write.length) {
+    lines.push(`  may write: ${status.sandbox_write.join(', ')}`);
+  }
+  return lines;
 }
 
 /** Multi-line tooltip with every field spelled out. */
@@ -408,6 +434,7 @@ export function formatStatusTooltip(status: IStatusMessage): string {
     `Cost: ${status.cost === null ? 'unknown' : formatCost(status.cost)}`,
     `Approval: ${approvalLabel(status.approval)} (${status.approval})`,
     `Sandbox: ${status.sandbox ? 'on' : 'off'}`,
+    ...sandboxGrants(status),
     `Turns: ${status.turns}`
   ].join('\n');
 }

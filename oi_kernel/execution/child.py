@@ -104,13 +104,15 @@ class ChildKernel(LoggingConfigurable):
         0.25, config=True, help="Seconds between checks that the child kernel is still alive."
     )
     cwd = Unicode("", config=True, help="Working directory of the child kernel; empty means ours.")
-    sandboxed = Bool(False, help="Set by the sandbox provisioner when the child is confined.")
+    sandboxed = Bool(False, help="Whether the running child is confined (set when it starts).")
     sandbox = Bool(
         config=True,
-        help="Run the child kernel inside bubblewrap: read-only file system except the working "
-        "directory, private /tmp, no network, credentials in $HOME hidden, secret environment "
-        "variables removed. Refuses to start (never runs unconfined) where bwrap or user "
-        "namespaces are missing. Env: OI_SANDBOX=1. Magic: %sandbox on|off.",
+        help="Run the child kernel inside bubblewrap with a deny-by-default view: system and "
+        "Python directories read-only, the working directory writable, a private /tmp and an "
+        "empty $HOME, nothing else unless granted (c.Sandbox.read_paths / write_paths); no "
+        "network, no unix socket outside its own, secret environment variables removed. "
+        "Refuses to start (never runs unconfined) where bwrap, user namespaces or seccomp are "
+        "missing. Env: OI_SANDBOX=1. Magic: %sandbox on|off|allow PATH [--write].",
     )
 
     @default("sandbox")
@@ -136,6 +138,13 @@ class ChildKernel(LoggingConfigurable):
         self.km: Any = None
         self.kc: Any = None
         self._dir: str | None = None
+        self._spec: Any = None  # the derived kernelspec of the running child (childspec)
+        from oi_kernel.execution.sandbox import Sandbox
+
+        self.grants = Sandbox(parent=self)
+        # Never visible to the sandboxed child, even in the workspace or a grant (the
+        # session log's directory, the wrapper's connection file): set by the front door.
+        self.protected_paths: list[str] = []
         self._pending: dict[str, _Pending] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._starting: asyncio.Task[None] | None = None
@@ -171,6 +180,8 @@ class ChildKernel(LoggingConfigurable):
 
         self._dead_reason = ""
         self._dir = tempfile.mkdtemp(prefix="oi-")  # 0700; short path for ipc sockets
+        ipc = os.path.join(self._dir, "ipc")
+        os.mkdir(ipc, 0o700)
         try:
             spec_kw, start_kw = self._launch_options(self.cwd or os.getcwd())
         except Exception:
@@ -179,8 +190,8 @@ class ChildKernel(LoggingConfigurable):
         km = AsyncKernelManager(
             **spec_kw,
             transport="ipc",
-            ip=os.path.join(self._dir, "k"),
-            connection_file=os.path.join(self._dir, "kernel.json"),
+            ip=os.path.join(ipc, "k"),
+            connection_file=os.path.join(ipc, "kernel.json"),
         )
         self.km = km
         if _runs_locally(km):
@@ -195,13 +206,21 @@ class ChildKernel(LoggingConfigurable):
             # for the child's idle status instead, which follows all of its output on
             # the same socket, so the sleep only delayed every cell and step.
             start_kw["extra_arguments"] = ["--Kernel._execute_sleep=0"]
+        spec = self._spec
         try:
             await km.start_kernel(cwd=self.cwd or os.getcwd(), **start_kw)
+            if spec is not None and spec.sandboxed:
+                await spec.pin(km, self.startup_timeout)  # before any code runs
             kc = km.client()
             kc.start_channels()
             await kc.wait_for_ready(timeout=self.startup_timeout)
+            if spec is not None:
+                spec.verify()
         except Exception as exc:
+            refused = spec.failed(str(exc)) if spec is not None and spec.refusal() else None
             await self._cleanup()
+            if isinstance(exc, ChildKernelError) or refused is not None:
+                raise (refused or exc) from exc
             raise ChildKernelError(
                 f"The child kernel '{self.kernel_name}' did not start: {exc}\n"
                 "Check that the kernelspec exists (`jupyter kernelspec list`) and starts on its "
@@ -233,20 +252,18 @@ class ChildKernel(LoggingConfigurable):
             return {"kernel_name": self.kernel_name}, {}
         from jupyter_client.kernelspec import KernelSpecManager
 
-        from oi_kernel.execution.sandbox import child_env, write_child_spec
+        from oi_kernel.execution.childspec import write_child_spec
+        from oi_kernel.execution.sandbox import child_env
 
         assert self._dir is not None
-        root = os.path.join(self._dir, "spec")
-        name = write_child_spec(
-            root,
-            self.kernel_name,
-            workspace=cwd,
-            private_dir=self._dir,
-            sandbox=self.sandbox,
-            memory_limit=memory,
-        )
-        spec_kw = {"kernel_name": name, "kernel_spec_manager": KernelSpecManager(kernel_dirs=[root])}
-        self.sandboxed = self.sandbox
+        self._spec = spec = write_child_spec(
+            self._dir, self.kernel_name, workspace=cwd, sandbox=self.sandbox,
+            memory_limit=memory, grants=self.grants, protected=self.protected_paths)
+        for note in spec.notes:
+            self.log.warning("sandbox: %s", note)
+        spec_kw = {"kernel_name": spec.name,
+                   "kernel_spec_manager": KernelSpecManager(kernel_dirs=[spec.spec_root])}
+        self.sandboxed = spec.sandboxed
         return spec_kw, ({"env": child_env(os.environ)} if self.sandbox else {})
 
     async def shutdown(self) -> None:
@@ -274,6 +291,9 @@ class ChildKernel(LoggingConfigurable):
                     await km.shutdown_kernel(now=True)
             with contextlib.suppress(Exception):
                 await km.cleanup_resources()
+        if self._spec is not None:
+            self._spec.close()
+            self._spec = None
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

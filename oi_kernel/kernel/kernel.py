@@ -104,6 +104,9 @@ class OIKernel(DirectCells, Kernel):
         self.oi.notify = self._notify
         self.engine = self.oi.engine
         self.child = self.oi.child
+        own = getattr(self.parent, "abs_connection_file", "")  # its key drives this kernel
+        if own:
+            self.child.protected_paths.append(own)
         self.proxy = ChildProxy(self.session, lambda: self.iopub_socket, self.child,
                                 self.comm_manager, lambda: self._parent_msg,
                                 lambda: self.execution_count, self._on_widget_frontend)

@@ -203,6 +203,10 @@ def build_session(
         from oi_kernel.execution.runner import ChildRunner
 
         child = ChildKernel(parent=parent, **(child_options or {}))
+        if logging:  # the audit log is never the sandboxed child's to read or change
+            from oi_kernel.record.session_log import default_log_dir
+
+            child.protected_paths.append(str(log_dir or default_log_dir()))
         runner = ChildRunner(child, on_restart=lambda: session_ref[0].child_restarted(),
                              **(runner_options or {}))
         executor = runner

@@ -199,35 +199,58 @@ def _limits(ctx: CommandContext, arg: str) -> None:
     ctx.say("| limit | value |\n|---|---|\n" + "\n".join(rows))
 
 
-@command("sandbox", "on|off", "run Python in a sandbox (no network, writes only here)",
+@command("sandbox", "[on|off | allow PATH [--write] | revoke PATH]",
+         "run Python in a sandbox (no network, sees only this directory and what you grant)",
          needs_child=True)
 async def _sandbox(ctx: CommandContext, arg: str) -> None:
     import os
 
-    session, child = ctx.session, ctx.session.child
-    value = arg.lower()
-    if value and value not in ON | OFF:
-        raise ctx.usage("sandbox on|off")
-    want = value in ON
-    restart = bool(value) and (want != child.sandbox or not child.is_running)
-    if restart:
-        if want:
-            from oi_kernel.execution.sandbox import require_bwrap
+    from oi_kernel.execution import sandbox
 
-            require_bwrap()  # refuse before touching the running child
-        child.sandbox = want
-        await session.restart_child(f"{ctx.prefix}sandbox {'on' if want else 'off'}",
-                                    wait=True, sandbox=want)
+    session, child = ctx.session, ctx.session.child
+    usage = "sandbox [on|off | allow PATH [--write] | revoke PATH]"
+    words = shlex.split(arg)
+    verb = words[0].lower() if words else ""
     where = child.cwd or os.getcwd()
-    if child.sandbox:
-        text = ("Sandbox is **on**: Python runs inside bubblewrap with no network, the file "
-                f"system read-only except `{where}` and a private /tmp, and credentials in your "
-                "home directory hidden.")
+    restart, said = False, ""
+    if verb in ("allow", "revoke"):
+        paths, flags = split_args(ctx, " ".join(shlex.quote(w) for w in words[1:]),
+                                  {"--write"} if verb == "allow" else set(), usage)
+        if not paths:
+            raise ctx.usage(usage)
+        if verb == "allow":
+            real, changed = child.grants.allow(paths[0], "--write" in flags, cwd=where)
+            kind = "read-write" if "--write" in flags else "read-only"
+            said = f"Granted `{real}` {kind}."
+        else:
+            changed = child.grants.revoke(paths[0], cwd=where)
+            said = "Grant revoked." if changed else f"`{paths[0]}` was not granted."
+        restart = changed and child.sandbox
+        if changed and not child.sandbox:
+            said += f" It applies when the sandbox is on (`{ctx.prefix}sandbox on`)."
+        fields = {"read_paths": list(child.grants.read_paths),
+                  "write_paths": list(child.grants.write_paths)}
+        reason = f"{ctx.prefix}sandbox {arg.strip()}"
+    elif verb in ON | OFF or not verb:
+        if len(words) > 1:
+            raise ctx.usage(usage)
+        want = verb in ON
+        restart = bool(verb) and (want != child.sandbox or not child.is_running)
+        if restart and want:
+            sandbox.require_bwrap()  # refuse before touching the running child
+        if restart:
+            child.sandbox = want
+        fields, reason = {"sandbox": want}, f"{ctx.prefix}sandbox {verb}"
     else:
-        text = "Sandbox is **off**: Python runs with your own permissions and network."
+        raise ctx.usage(usage)
     if restart:
-        text += f" {RESTART_NOTICE}"
-    ctx.say(text)
+        await session.restart_child(reason, wait=True, **fields)
+    if said:  # allow / revoke: what changed and the grants now
+        after = f" {RESTART_NOTICE}" if restart else ""
+        ctx.say(f"{said}{after}\n\n{sandbox.grant_lines(child.grants)}")
+        return
+    text = sandbox.describe(child.sandbox, where, child.grants, ctx.prefix)
+    ctx.say(text + (f"\n\n{RESTART_NOTICE}" if restart else ""))
 
 
 # ----------------------------------------------------------------------------- conversation
@@ -330,14 +353,22 @@ async def _profile(ctx: CommandContext, arg: str) -> None:
     from oi_kernel.session.profile_state import profile_command
 
     session, child = ctx.session, ctx.session.child
-    before = child.sandbox if child is not None else None
+    before = _sandbox_state(child)
     text = profile_command(session.engine, arg, child=child,
                            selected_by=f"{ctx.prefix}profile")
-    if child is not None and child.sandbox != before:  # the sandbox applies when it starts
+    after = _sandbox_state(child)
+    if after and before and after != before and (after[0] or before[0]):  # applies at start
         await session.restart_child(f"{ctx.prefix}profile {arg}", wait=True,
-                                    sandbox=child.sandbox)
+                                    sandbox=child.sandbox, read_paths=after[1],
+                                    write_paths=after[2])
         text += " The Python kernel was restarted for the sandbox: variables are gone."
     ctx.say(text)
+
+
+def _sandbox_state(child: Any) -> tuple[bool, list[str], list[str]] | None:
+    if child is None:
+        return None
+    return child.sandbox, list(child.grants.read_paths), list(child.grants.write_paths)
 
 
 # ----------------------------------------------------------------------------- the record

@@ -60,6 +60,9 @@ class FrontendComms:
         self._manager: Any = None
         engine.observe(self._on_setting, names=["approval"])
         engine.llm.observe(self._on_setting, names=["model"])
+        self._watched = self._sandbox_traits()
+        for obj, names in self._watched:
+            obj.observe(self._on_setting, names=names)
 
     # ------------------------------------------------------------ lifecycle
     def register_target(self, comm_manager: Any = None) -> None:
@@ -86,6 +89,8 @@ class FrontendComms:
             task.cancel()
         self.engine.unobserve(self._on_setting, names=["approval"])
         self.engine.llm.unobserve(self._on_setting, names=["model"])
+        for obj, names in self._watched:
+            obj.unobserve(self._on_setting, names=names)
 
     @property
     def open_comms(self) -> int:
@@ -100,8 +105,10 @@ class FrontendComms:
 
     # ------------------------------------------------------------ kernel -> frontend
     def status(self) -> dict[str, Any]:
-        """The ``status`` message: model, session tokens and cost, policy, sandbox."""
+        """The ``status`` message: model, session tokens and cost, policy, sandbox and its
+        grants."""
         usage = self.engine.usage
+        grants = getattr(getattr(self.engine.executor, "child", None), "grants", None)
         return {
             "type": "status",
             "model": self.engine.llm.model or "",
@@ -110,6 +117,8 @@ class FrontendComms:
             "cost": usage.cost,
             "approval": self.engine.approval,
             "sandbox": bool(self.engine.executor.sandboxed),
+            "sandbox_read": list(grants.read_paths) if grants is not None else [],
+            "sandbox_write": list(grants.write_paths) if grants is not None else [],
             "turns": len(self.engine.turns),
             "kernel": self.kind,
         }
@@ -164,6 +173,13 @@ class FrontendComms:
         language = normalize_language(record.block.language) or record.block.language
         turn = self.engine.turns[-1].index if self.engine.turns else 0
         self.code_ran(language, decision.code, cell_id, turn, record.index, record.status)
+
+    def _sandbox_traits(self) -> list[tuple[Any, list[str]]]:
+        """The child kernel's sandbox switch and grants, when code runs in one."""
+        child = getattr(self.engine.executor, "child", None)
+        if child is None or not hasattr(child, "grants"):
+            return []
+        return [(child, ["sandboxed"]), (child.grants, ["read_paths", "write_paths"])]
 
     def _on_setting(self, change: Any) -> None:
         self.broadcast_status()

@@ -68,7 +68,8 @@ def _state(engine: Any, child: Any = None) -> _State:
 
 
 def _target(engine: Any, owner: Owner, child: Any) -> Any:
-    return {"engine": engine, "llm": engine.llm, "child": child}[owner]
+    grants = getattr(child, "grants", None)
+    return {"engine": engine, "llm": engine.llm, "child": child, "sandbox": grants}[owner]
 
 
 def _config_value(obj: Any, trait: str) -> Any:
@@ -258,7 +259,8 @@ def describe(engine: Any, child: Any = None) -> str:
             head += f" {p.description}"
     else:
         head = "No profile is active (`%profile NAME` applies one; `%profile --list` lists them)."
-    rows = [f"| `{k}` | {_show(v)} | {src} |" for k, v, src in provenance(engine, child)]
+    rows = [f"| `{k}` | {_show(v, SETTINGS[k].kind)} | {src} |"
+            for k, v, src in provenance(engine, child)]
     rows += [f"| instructions | {_show(text)} | {src} |" for src, text in instruction_parts(engine)]
     return (
         f"{head}\n\n| setting | value | from |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
@@ -266,13 +268,13 @@ def describe(engine: Any, child: Any = None) -> str:
     )
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, kind: str = "") -> str:
     if isinstance(value, str):
         text = value.replace("\n", " ").replace("|", "\\|")
         text = text if len(text) <= 60 else text[:57] + "..."
         return f"`{text}`" if text else "(empty)"
     if isinstance(value, list):
-        return ", ".join(value) or "(all)"
+        return ", ".join(value) or ("(none)" if kind == "paths" else "(all)")
     if isinstance(value, bool):
         return "on" if value else "off"
     return f"{value:g}" if isinstance(value, float) else str(value)
@@ -302,7 +304,8 @@ def profile_command(engine: Any, arg: str, child: Any = None, selected_by: str =
 
 def _report(applied: Applied, head: str) -> str:
     if applied.changes:
-        items = "; ".join(f"`{c.key}`: {_show(c.old)} → {_show(c.new)}" for c in applied.changes)
+        items = "; ".join(f"`{c.key}`: {_show(c.old, SETTINGS[c.key].kind)} → "
+                          f"{_show(c.new, SETTINGS[c.key].kind)}" for c in applied.changes)
         text = f"{head}: {items}."
     else:
         text = f"{head}; no setting changed."

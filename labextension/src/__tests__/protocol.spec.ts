@@ -5,6 +5,7 @@ import {
   dirname,
   formatCost,
   formatStatus,
+  formatStatusTooltip,
   formatTokens,
   helloMessage,
   joinPath,
@@ -25,6 +26,8 @@ const STATUS: IStatusMessage = {
   cost: 0.00214,
   approval: 'always',
   sandbox: false,
+  sandbox_read: [],
+  sandbox_write: [],
   turns: 3,
   kernel: 'open-interpreter'
 };
@@ -62,6 +65,8 @@ describe('parseKernelMessage', () => {
       cost: Number.NaN,
       approval: 'sometimes',
       sandbox: 'yes',
+      sandbox_read: ['/data', 7, null],
+      sandbox_write: '/out',
       kernel: 'other'
     });
     expect(parsed).toEqual({
@@ -72,6 +77,8 @@ describe('parseKernelMessage', () => {
       cost: null,
       approval: 'always',
       sandbox: false,
+      sandbox_read: ['/data'],
+      sandbox_write: [],
       turns: 0,
       kernel: 'open-interpreter'
     });
@@ -251,6 +258,20 @@ describe('status text', () => {
     expect(formatStatus({ ...STATUS, approval: 'risky' })).toContain(
       'ask if risky'
     );
+  });
+
+  it('counts the sandbox grants and lists them in the tooltip', () => {
+    const granted = {
+      ...STATUS,
+      sandbox: true,
+      sandbox_read: ['/home/u/docs', '/data'],
+      sandbox_write: ['/home/u/out']
+    };
+    expect(formatStatus(granted)).toMatch(/ · sandbox \+3$/);
+    const tooltip = formatStatusTooltip(granted);
+    expect(tooltip).toContain('Sandbox: on\n  may read: /home/u/docs, /data\n');
+    expect(tooltip).toContain('  may write: /home/u/out');
+    expect(formatStatusTooltip(STATUS)).not.toContain('may read');
   });
 });
 
