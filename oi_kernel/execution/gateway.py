@@ -227,14 +227,40 @@ class GatewayChildKernel(ChildKernel):
             await self._cleanup()
             raise ChildKernelError(
                 f"The child kernel '{self.kernel_name}' did not start on the gateway "
-                f"{self.gateway_url}: {_reason(exc)}\nCheck that the gateway runs and "
-                "answers there (OI_CHILD_GATEWAY_URL / c.ChildKernel.gateway_url), that the "
-                "token is right (OI_CHILD_GATEWAY_TOKEN), and that it has this kernelspec "
-                "(GET /api/kernelspecs; choose one with OI_CHILD_KERNEL / "
-                "c.ChildKernel.kernel_name)."
+                f"{self.gateway_url}: {_reason(exc)}\n{await self._start_hint(exc)}"
             ) from exc
         self.log.info("child kernel %s started on the gateway %s as %s",
                       self.kernel_name, self.gateway_url, self.kernel_id)
+
+    async def _start_hint(self, exc: BaseException) -> str:
+        """How to fix a failed start, from what the gateway answered."""
+        code = getattr(exc, "status_code", None) or getattr(exc, "code", None)
+        if code in (401, 403):
+            return ("The gateway refused the token: set the right one with "
+                    "OI_CHILD_GATEWAY_TOKEN / c.ChildKernel.gateway_token.")
+        if code in (404, 500):
+            names = await self._kernelspec_names()
+            if names and self.kernel_name not in names:
+                return (f"The gateway has no kernelspec '{self.kernel_name}' (it has: "
+                        f"{', '.join(names)}). Choose one with OI_CHILD_KERNEL / "
+                        "c.ChildKernel.kernel_name.")
+        if code in (502, 503, 504, 599) or isinstance(exc, (OSError, asyncio.TimeoutError)):
+            return ("Check that the gateway runs and answers at that URL "
+                    "(OI_CHILD_GATEWAY_URL / c.ChildKernel.gateway_url); if it is only slow to "
+                    "start kernels, wait longer with OI_CHILD_STARTUP_TIMEOUT.")
+        return ("Check the gateway's log; the gateway is set by OI_CHILD_GATEWAY_URL / "
+                "c.ChildKernel.gateway_url and the kernelspec by OI_CHILD_KERNEL.")
+
+    async def _kernelspec_names(self) -> list[str]:
+        try:
+            from jupyter_server.gateway.gateway_client import GatewayClient, gateway_request
+
+            client = GatewayClient.instance()
+            response = await asyncio.wait_for(gateway_request(
+                self.gateway_url + client.kernelspecs_endpoint, method="GET"), 10)
+            return sorted(json.loads(response.body).get("kernelspecs", {}))
+        except Exception:
+            return []
 
     def _configure(self, client: Any) -> None:
         """Point the process's ``GatewayClient`` (a singleton: one gateway per process) at

@@ -11,18 +11,18 @@ from typing import Any
 Forced = Callable[[str], str]
 
 
-def new_child_kernel(parent: Any = None, *, gateway_url: Forced | None = None,
+def new_child_kernel(parent: Any = None, *, choose_gateway: Forced | None = None,
                      **options: Any) -> Any:
     """The child kernel for these settings: a ``GatewayChildKernel`` when a gateway URL is set
     (by ``options``, the config or OI_CHILD_GATEWAY_URL), else a local ``ChildKernel``.
 
-    ``gateway_url`` maps the configured URL to the one to use (the administrator's policy
+    ``choose_gateway`` maps the configured URL to the one to use (the administrator's policy
     may force one, or refuse the user's); it is called once, before the choice.
     """
     from oi_kernel.execution.child import ChildKernel
 
     child = ChildKernel(parent=parent, **options)
-    url = gateway_url(child.gateway_url) if gateway_url is not None else child.gateway_url
+    url = child.gateway_url if choose_gateway is None else choose_gateway(child.gateway_url)
     if not url:
         if child.gateway_url:
             child.gateway_url = ""

@@ -221,7 +221,8 @@ def build_session(
         from oi_kernel.execution.placement import new_child_kernel
         from oi_kernel.execution.runner import ChildRunner
 
-        child = new_child_kernel(parent, gateway_url=policy_rules.gateway_choice(policy, notices),
+        choose = policy_rules.gateway_choice(policy, notices)
+        child = new_child_kernel(parent, choose_gateway=choose,
                                  **(child_options or {}))
         runner = ChildRunner(child, on_restart=lambda: session_ref[0].child_restarted(),
                              **(runner_options or {}))
