@@ -6,6 +6,7 @@ killed), a lost connection, and the Python API."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import threading
 import time
@@ -234,3 +235,25 @@ def test_the_python_api_runs_on_the_gateway(gateway, llm_server, monkeypatch, tm
         assert it.turns[-1].steps[0].outputs[0]["text"].strip() == str(gateway.proc.pid)
         assert len(gateway.kernels()) == before + 1
     assert len(gateway.kernels()) == before
+
+
+def test_a_policy_forces_the_gateway(gateway, llm_server, monkeypatch, tmp_path):
+    from oi_kernel import Interpreter
+
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    (admin / "oi_kernel_policy.json").write_text(json.dumps(
+        {"gateway_url": gateway.url, "sandbox": "required"}))
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(admin))
+    monkeypatch.setenv("OI_CHILD_GATEWAY_URL", "http://127.0.0.1:9")  # the user's: overruled
+    monkeypatch.setenv("OI_CHILD_GATEWAY_TOKEN", gateway.token)
+    monkeypatch.delenv("OI_SANDBOX", raising=False)
+    llm_server.enqueue(S.tool_call("import os\nprint(os.getppid())"), S.text("done"))
+    with Interpreter("openai/scripted", api_base=llm_server.url, api_key=TEST_KEY,
+                     auto_run=True, log_dir=tmp_path) as it:
+        list(it.chat("where am I?"))
+        assert it.turns[-1].steps[0].outputs[0]["text"].strip() == str(gateway.proc.pid)
+        from oi_kernel.session.status import status_markdown
+
+        status = status_markdown(it.session)
+        assert "the gateway's job" in status and str(admin) in status

@@ -47,11 +47,12 @@ def policy_dirs() -> list[Path]:
     """The Jupyter config directories a policy is read from, highest precedence first:
     ``JUPYTER_CONFIG_PATH``, then the environment's and the system's. The user's own
     (``jupyter_config_dir()``) is left out unless it is also one of those."""
-    from jupyter_core.paths import ENV_CONFIG_PATH, SYSTEM_CONFIG_PATH, jupyter_config_dir
+    from jupyter_core.paths import ENV_CONFIG_PATH, SYSTEM_CONFIG_PATH
 
     env_paths = [p for p in os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
     system = [*ENV_CONFIG_PATH, *SYSTEM_CONFIG_PATH]
-    own = os.path.realpath(jupyter_config_dir())
+    own = os.path.realpath(os.environ.get("JUPYTER_CONFIG_DIR", "").strip()
+                           or os.path.expanduser("~/.jupyter"))
     dirs: list[Path] = []
     for path in [*env_paths, *system]:
         real = os.path.realpath(path)
