@@ -31,6 +31,10 @@ class NotConfiguredError(ConfigError):
         super().__init__(f"{detail}\n{text}" if detail else text)
 
 
+class PolicyError(ConfigError):
+    """The administrator's policy refuses something; the message names the policy file."""
+
+
 class LLMError(OIError):
     """The LLM call failed; ``partial_text`` keeps what streamed before the failure."""
 

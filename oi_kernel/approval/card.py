@@ -88,6 +88,8 @@ class ApprovalCard:
                          "Run this and the rest of this instruction's steps", self._run_all),
             self._button("Stop", "oi-stop", "danger", "Stop this instruction", self._stop),
         ]
+        if not request.run_all_allowed:  # an administrator's policy asks about every block
+            buttons = [b for b in buttons if "oi-run-all" not in b._dom_classes]
         self.buttons = buttons
         self.root = w.VBox([
             w.HTML(header_html(request)),

@@ -342,7 +342,7 @@ class Engine(StepRunner):
         """The message for a token or cost cap this turn or the session reached; "" if none."""
         caps = Caps(self.max_tokens_per_turn, self.max_cost_per_turn,
                     self.max_tokens_per_session, self.max_cost_per_session)
-        return cap_notice(caps, turn.usage, self.usage)
+        return cap_notice(caps, turn.usage, self.usage, self.cap_sources)
 
 def _assistant_tool_message(reply: Reply) -> dict[str, Any]:
     return {

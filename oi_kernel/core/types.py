@@ -80,6 +80,7 @@ class ApprovalRequest:
     block: CodeBlock
     flags: list[Any] = field(default_factory=list)
     sandboxed: bool = False
+    run_all_allowed: bool = True  # False: an administrator's policy asks about every block
 
 
 @dataclass

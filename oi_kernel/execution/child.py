@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from traitlets import Bool, Float, Unicode, default
-from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
 from oi_kernel.errors import ChildDiedError, ChildKernelError
+from oi_kernel.execution.gateway_options import GatewayOptions
 from oi_kernel.execution.wire import PACKED_TYPES, _loads, next_msg
 
 IopubHandler = Callable[[dict[str, Any]], None]
@@ -72,8 +72,12 @@ class _Pending:
             self.done.exception()  # mark retrieved: a failure nobody awaits is not an error
 
 
-class ChildKernel(LoggingConfigurable):
-    """A child kernel that runs the approved code, so variables persist across turns."""
+class ChildKernel(GatewayOptions):
+    """A child kernel that runs the approved code, so variables persist across turns.
+
+    This one runs on this machine; ``execution.placement.new_child_kernel`` picks the
+    gateway's instead when ``gateway_url`` is set.
+    """
 
     kernel_name = Unicode(
         config=True,
@@ -155,6 +159,16 @@ class ChildKernel(LoggingConfigurable):
     @property
     def is_running(self) -> bool:
         return self.kc is not None and not self._dead_reason
+
+    @property
+    def where(self) -> str:
+        """Where the code runs, in words (``%status``)."""
+        return "in a sandbox on this machine" if self.sandbox else "on this machine"
+
+    @property
+    def workdir(self) -> str:
+        """The working directory the code runs in (for the system prompt)."""
+        return self.cwd or os.getcwd()
 
     def start_soon(self) -> asyncio.Task[None]:
         """Start the child in the background (idempotent); await the task to wait for it."""
@@ -416,31 +430,18 @@ class ChildKernel(LoggingConfigurable):
         return content if isinstance(content, dict) else _loads(content)
 
     # ----------------------------------------------------------------- pumps
+    # Each reader only reads; what a message means is decided by ``_iopub``, ``_reply`` and
+    # ``_input_value``, which a transport with one stream of messages (the gateway's
+    # websocket, ``execution.gateway``) calls the same way.
     async def _read_iopub(self) -> None:
         channel = self.kc.iopub_channel
         while True:
-            msg = await next_msg(channel, PACKED_TYPES)
-            msg_type = msg["header"]["msg_type"]
-            if msg_type == "status":
-                if msg["content"]["execution_state"] == "idle":
-                    pending = self._pending.get(msg["parent_header"].get("msg_id"))
-                    if pending is not None:
-                        pending.got_idle()
-                continue
-            if msg_type == "execute_input":
-                continue
-            try:
-                self.on_iopub(msg)
-            except Exception:
-                self.log.exception("error forwarding a child iopub message")
+            self._iopub(await next_msg(channel, PACKED_TYPES))
 
     async def _read_shell(self) -> None:
         channel = self.kc.shell_channel
         while True:
-            msg = await next_msg(channel)
-            pending = self._pending.get(msg["parent_header"].get("msg_id"))
-            if pending is not None:
-                pending.got_reply(msg["content"])
+            self._reply(await next_msg(channel))
 
     async def _read_stdin(self) -> None:
         channel = self.kc.stdin_channel
@@ -448,19 +449,44 @@ class ChildKernel(LoggingConfigurable):
             msg = await next_msg(channel)
             if msg["header"]["msg_type"] != "input_request":
                 continue
-            content = msg["content"]
-            value = ""
-            try:
-                if self.on_input is not None:
-                    value = await self.on_input(
-                        content.get("prompt", ""),
-                        bool(content.get("password")),
-                        msg["parent_header"].get("msg_id", ""),
-                    )
-            except Exception:
-                self.log.exception("input request failed")
+            value = await self._input_value(msg)
             if self.kc is not None:
                 self.kc.input(value)
+
+    def _iopub(self, msg: dict[str, Any]) -> None:
+        """An iopub message: idle completes its request; output goes to ``on_iopub``."""
+        msg_type = msg["header"]["msg_type"]
+        if msg_type == "status":
+            if msg["content"]["execution_state"] == "idle":
+                pending = self._pending.get(msg["parent_header"].get("msg_id"))
+                if pending is not None:
+                    pending.got_idle()
+            return
+        if msg_type == "execute_input":
+            return
+        try:
+            self.on_iopub(msg)
+        except Exception:
+            self.log.exception("error forwarding a child iopub message")
+
+    def _reply(self, msg: dict[str, Any]) -> None:
+        pending = self._pending.get(msg["parent_header"].get("msg_id"))
+        if pending is not None:
+            pending.got_reply(msg["content"])
+
+    async def _input_value(self, msg: dict[str, Any]) -> str:
+        """The answer to the child's ``input_request`` (asked through ``on_input``)."""
+        content = msg["content"]
+        try:
+            if self.on_input is not None:
+                return await self.on_input(
+                    content.get("prompt", ""),
+                    bool(content.get("password")),
+                    msg["parent_header"].get("msg_id", ""),
+                )
+        except Exception:
+            self.log.exception("input request failed")
+        return ""
 
     async def _watchdog(self) -> None:
         while True:
@@ -472,13 +498,17 @@ class ChildKernel(LoggingConfigurable):
                 code = None
                 with contextlib.suppress(Exception):
                     code = km.provisioner.process.returncode  # type: ignore[union-attr]
-                self._dead_reason = (
+                self._died(
                     "The child kernel died"
                     + (f" (exit code {code})" if code is not None else "")
                     + ". Its variables were lost; it restarts on the next cell."
                 )
-                self._fail_pending(ChildDiedError(self._dead_reason))
                 return
+
+    def _died(self, reason: str) -> None:
+        """The child is gone: every waiting request fails with ``reason``."""
+        self._dead_reason = reason
+        self._fail_pending(ChildDiedError(reason))
 
     def _fail_pending(self, error: BaseException) -> None:
         for pending in list(self._pending.values()):

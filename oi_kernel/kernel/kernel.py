@@ -30,6 +30,7 @@ from oi_kernel.kernel.direct import LOG_DELAY_S, DirectCells
 from oi_kernel.session import commands, stdin
 from oi_kernel.session.assembly import build_session, kernel_kind
 from oi_kernel.session.frontend_comm import FrontendComms
+from oi_kernel.session.status import status_fields
 from oi_kernel.session.view import TurnView
 
 
@@ -112,7 +113,8 @@ class OIKernel(DirectCells, Kernel):
                                 lambda: self.execution_count, self._on_widget_frontend)
         self.oi.runner.forward = self.proxy.on_iopub
         self.child.on_input = self._on_child_input
-        self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path)
+        self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path,
+                                      details=lambda: status_fields(self.oi))
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None

@@ -17,6 +17,8 @@ class ReplayDivergedError(OIError):
 class RecordedLLM(LLM):
     """An LLM that answers with a recorded turn's replies, in order; never calls a model."""
 
+    is_recorded = True  # no model is called: the policy's allowed models do not apply
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.turn: Any = None  # a RecordedTurn: .index, .tools, .replies

@@ -35,7 +35,7 @@ from traitlets import Enum, default
 from oi_kernel import config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
-from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError
+from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
 from oi_kernel.session import commands
@@ -109,8 +109,10 @@ class OIMagics(Magics):
         if kernel is None or not hasattr(kernel, "iopub_socket"):
             return None
         from oi_kernel.session.frontend_comm import FrontendComms
+        from oi_kernel.session.status import status_fields
 
-        comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic")
+        comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic",
+                              details=lambda: status_fields(self.oi))
         comms.register_target(getattr(kernel, "comm_manager", None))
         return comms
 
@@ -190,12 +192,15 @@ class OIMagics(Magics):
         engine = self.engine
         saved = (engine.approval, engine.max_steps, engine.llm.model)
         try:
-            if args.yes:
-                engine.approval = "never"
-            if args.model:
-                engine.llm.model = args.model
-            if args.max_steps is not None:
-                engine.max_steps = args.max_steps
+            try:
+                if args.yes:
+                    engine.approval = "never"
+                if args.model:
+                    engine.llm.model = args.model
+                if args.max_steps is not None:
+                    engine.max_steps = args.max_steps
+            except PolicyError as exc:  # the administrator's policy refuses the option
+                raise UsageError(str(exc)) from None
             yield
         finally:
             engine.approval, engine.max_steps, engine.llm.model = saved

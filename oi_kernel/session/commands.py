@@ -129,6 +129,14 @@ def _help(ctx: CommandContext, arg: str) -> None:
             f"{rows}{HELP_EXTRA.get(ctx.prefix, '')}")
 
 
+@command("status", "", "show where code runs, the model, approval, limits, the log and "
+         "the administrator's policy")
+def _status(ctx: CommandContext, arg: str) -> None:
+    from oi_kernel.session.status import status_markdown
+
+    ctx.say(status_markdown(ctx.session))
+
+
 # ----------------------------------------------------------------------------- model and policy
 @command("model", "[NAME]", "show the model, or set it (a litellm model name)")
 def _model(ctx: CommandContext, arg: str) -> None:
@@ -208,6 +216,12 @@ async def _sandbox(ctx: CommandContext, arg: str) -> None:
     from oi_kernel.execution import sandbox
 
     session, child = ctx.session, ctx.session.child
+    if child.gateway_url:
+        ctx.say(f"Python runs on the gateway `{child.gateway_url}`: sandboxing is **the "
+                "gateway's job** there (the confinement its kernelspec sets up), so "
+                f"`{ctx.prefix}sandbox` does not apply. `{ctx.prefix}status` shows where code "
+                "runs.")
+        return
     usage = "sandbox [on|off | allow PATH [--write] | revoke PATH]"
     words = shlex.split(arg)
     verb = words[0].lower() if words else ""

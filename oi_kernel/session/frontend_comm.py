@@ -4,7 +4,7 @@ The extension (``labextension/src/protocol.ts`` is the reference) opens one comm
 of target ``oi_kernel`` per notebook. Frontend -> kernel: ``hello``,
 ``get_status``, ``set_model``, ``export``, ``verify``. Kernel -> frontend:
 ``status`` (pushed on open, after each turn and whenever the model or approval
-policy changes), ``export_result`` / ``verify_result`` (answers, matched by
+policy changes; with ``error`` when a ``set_model`` was refused), ``export_result`` / ``verify_result`` (answers, matched by
 ``request_id``) and ``code_ran`` (each executed step, for "insert as cells").
 
 ``FrontendComms`` knows an engine, how to find the session log, and nothing of
@@ -49,9 +49,11 @@ class FrontendComms:
         kind: KernelKind = "open-interpreter",
         cwd: Callable[[], str] = os.getcwd,
         verify_timeout: int = 120,
+        details: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.engine = engine
         self.kind = kind
+        self._details = details  # more status fields (session.status.status_fields)
         self.verify_timeout = verify_timeout
         self._log_path = log_path
         self._cwd = cwd
@@ -105,11 +107,12 @@ class FrontendComms:
 
     # ------------------------------------------------------------ kernel -> frontend
     def status(self) -> dict[str, Any]:
-        """The ``status`` message: model, session tokens and cost, policy, sandbox and its
-        grants."""
+        """The ``status`` message: model, session tokens and cost, approval, sandbox and its
+        grants, and (from ``details``) where code runs and the administrator's policy."""
         usage = self.engine.usage
         grants = getattr(getattr(self.engine.executor, "child", None), "grants", None)
-        return {
+        details = self._details() if self._details is not None else {}
+        return {**details,
             "type": "status",
             "model": self.engine.llm.model or "",
             "prompt_tokens": usage.prompt_tokens,
@@ -216,8 +219,12 @@ class FrontendComms:
         model = data.get("model")
         if isinstance(model, str) and model.strip():
             if model.strip() != self.engine.llm.model:
-                self.engine.llm.model = model.strip()  # the observer pushes the status
-                return
+                try:
+                    self.engine.llm.model = model.strip()  # the observer pushes the status
+                    return
+                except OIError as exc:  # e.g. the administrator's policy refuses the model
+                    self._send(comm, {**self.status(), "error": str(exc)})
+                    return
         self._send(comm, self.status())
 
     def _start(self, coro: Any) -> None:

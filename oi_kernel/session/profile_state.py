@@ -10,6 +10,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from oi_kernel import config
+from oi_kernel.errors import PolicyError
 from oi_kernel.session.profiles import (
     _MISSING,
     PROFILE_ENV,
@@ -103,7 +105,14 @@ def apply(
     """
     state = _state(engine, child)
     child = state.child
-    settings = profile.settings if profile else {}
+    settings = dict(profile.settings) if profile else {}
+    on_gateway = child is not None and bool(getattr(child, "gateway_url", ""))
+    if on_gateway and "sandbox" in settings:
+        del settings["sandbox"]
+        gateway_note = (f"`sandbox` is left to the gateway: the child kernel runs on "
+                        f"{child.gateway_url}, where confinement is the gateway's job.")
+    else:
+        gateway_note = ""
     if settings.get("sandbox") and child is not None and not child.sandbox:
         from oi_kernel.execution.sandbox import require_bwrap
 
@@ -124,6 +133,8 @@ def apply(
             )
             continue
         _set(target, key, SETTINGS[key].trait, value, result)
+    if gateway_note:
+        result.notes.append(gateway_note)
     state.profile, state.selected_by, state.error = profile, selected_by, ""
     _compose_instructions(engine, state)
     engine.log_event(
@@ -139,7 +150,11 @@ def apply(
 def _set(target: Any, key: str, trait: str, value: Any, result: Applied) -> None:
     old = getattr(target, trait)
     if old != value:
-        setattr(target, trait, value)
+        try:
+            setattr(target, trait, value)
+        except PolicyError as exc:  # the administrator's policy wins over a profile
+            result.notes.append(f"`{key}: {_show(value)}` was not applied: {exc}")
+            return
         result.changes.append(Change(key, old, value))
 
 
@@ -154,7 +169,9 @@ def apply_startup(engine: Any, child: Any = None) -> str:
     selected_by = PROFILE_ENV if env else "c.Profile.name"
     state = _state(engine, child)
     try:
-        apply(engine, load_profile(name), child=child, selected_by=selected_by)
+        applied = apply(engine, load_profile(name), child=child, selected_by=selected_by)
+        for note in applied.notes:  # shown with the configuration problems
+            config.warn(f"Profile {name!r} ({selected_by}): {note}")
     except Exception as exc:  # any failure must block turns, not kill the kernel
         state.error = (
             f"The profile {name!r} (chosen by {selected_by}) could not be applied, so no "
