@@ -25,7 +25,7 @@ from traitlets import Bool, Float, Unicode, default
 from oi_kernel import config
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.gateway_options import GatewayOptions
-from oi_kernel.execution.wire import PACKED_TYPES, _loads, next_msg
+from oi_kernel.execution.wire import PACKED_TYPES, Pending, _loads, next_msg
 
 IopubHandler = Callable[[dict[str, Any]], None]
 InputHandler = Callable[[str, bool, str], Awaitable[str]]
@@ -43,33 +43,6 @@ def _runs_locally(km: Any) -> bool:
     name = (metadata.get("kernel_provisioner") or {}).get("provisioner_name")
     name = name or KernelProvisionerFactory.instance().default_provisioner_name
     return km.transport == "ipc" and name == "local-provisioner"
-
-
-class _Pending:
-    """One request to the child; ``done`` resolves with the reply's content once the reply
-    and, for executions, the idle status (all output is in) have arrived."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, wants_idle: bool) -> None:
-        self.done: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._reply: dict[str, Any] | None = None
-        self._idle = not wants_idle
-
-    def got_reply(self, content: dict[str, Any]) -> None:
-        self._reply = content
-        self._finish()
-
-    def got_idle(self) -> None:
-        self._idle = True
-        self._finish()
-
-    def _finish(self) -> None:
-        if self._reply is not None and self._idle and not self.done.done():
-            self.done.set_result(self._reply)
-
-    def fail(self, error: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(error)
-            self.done.exception()  # mark retrieved: a failure nobody awaits is not an error
 
 
 class ChildKernel(GatewayOptions):
@@ -149,7 +122,7 @@ class ChildKernel(GatewayOptions):
         # Never visible to the sandboxed child, even in the workspace or a grant (the
         # session log's directory, the wrapper's connection file): set by the front door.
         self.protected_paths: list[str] = []
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, Pending] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._starting: asyncio.Task[None] | None = None
         self._dead_reason = ""
@@ -353,7 +326,7 @@ class ChildKernel(GatewayOptions):
         executions once all output has arrived) or fails with ``ChildDiedError``."""
         if not self.is_running:
             raise ChildDiedError(self._dead_reason or "The child kernel is not running.")
-        pending = _Pending(asyncio.get_running_loop(), wait_idle)
+        pending = Pending(asyncio.get_running_loop(), wait_idle)
         mid = msg_id or self.kc.session.msg_id
         self._pending[mid] = pending
 

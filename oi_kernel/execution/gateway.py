@@ -39,7 +39,7 @@ from typing import Any
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
 from oi_kernel.execution.gateway_options import GATEWAY_EXTRA_HINT
-from oi_kernel.execution.wire import PACKED_TYPES, _loads
+from oi_kernel.execution.wire import parse_legacy_frame, parse_v1_frame
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
 MAX_MESSAGE_BYTES = 1 << 30  # tornado's client closes the socket above 10 MiB by default
@@ -105,46 +105,11 @@ class _Link:
         data = await self.ws.read_message()
         if data is None:
             return None
-        return _parse_v1(data) if self.v1 else _parse_legacy(data)
+        return parse_v1_frame(data) if self.v1 else parse_legacy_frame(data)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.ws.close()
-
-
-def _parse_v1(data: bytes) -> tuple[str, dict[str, Any]]:
-    """A v1 frame: the number of offsets and the offsets (8-byte little-endian), the
-    channel, then the message parts. The parts are views into the frame (not copied);
-    output content stays packed."""
-    view = memoryview(data)
-    count = int.from_bytes(view[:8], "little")
-    offsets = [int.from_bytes(view[8 * (i + 1): 8 * (i + 2)], "little") for i in range(count)]
-    channel = str(view[offsets[0]: offsets[1]], "utf-8")
-    parts = [view[offsets[i]: offsets[i + 1]] for i in range(1, count - 1)]
-    header = _loads(parts[0])
-    msg = {
-        "header": header,
-        "msg_id": header.get("msg_id", ""),
-        "msg_type": header.get("msg_type", ""),
-        "parent_header": _loads(parts[1]),
-        "metadata": _loads(parts[2]),
-        "content": parts[3],
-        "buffers": parts[4:],
-    }
-    if channel != "iopub" or header.get("msg_type") not in PACKED_TYPES:
-        msg["content"] = _loads(parts[3])
-    return channel, msg
-
-
-def _parse_legacy(data: str | bytes) -> tuple[str, dict[str, Any]]:
-    if isinstance(data, bytes):
-        from jupyter_server.services.kernels.connection.base import deserialize_binary_message
-
-        msg = deserialize_binary_message(data)
-    else:
-        msg = json.loads(data)
-    msg.setdefault("buffers", [])
-    return msg.pop("channel", "iopub"), msg
 
 
 class GatewayChildKernel(ChildKernel):
