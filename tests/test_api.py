@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from oi_kernel import Interpreter
-from oi_kernel.api.interpreter import (
+from oi_kernel.api.chunks import (
     ApprovalChunk,
     CodeChunk,
     MessageChunk,

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from oi_kernel.api.interpreter import (
+from oi_kernel.api.chunks import (
     ApprovalChunk,
     Chunk,
     CodeChunk,
-    Interpreter,
     MessageChunk,
     NoticeChunk,
     OutputChunk,
     TextChunk,
+    ThinkingChunk,
     UsageChunk,
 )
+from oi_kernel.api.interpreter import Interpreter
 
 __all__ = [
     "ApprovalChunk",
@@ -23,5 +24,6 @@ __all__ = [
     "NoticeChunk",
     "OutputChunk",
     "TextChunk",
+    "ThinkingChunk",
     "UsageChunk",
 ]
