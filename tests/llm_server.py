@@ -317,6 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
             model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "scripted"}
             if owner.model_meta:
                 model["meta"] = owner.model_meta
+            model.update(owner.model_fields)
             self._json(200, {"object": "list", "data": [model]})
         elif path == "/api/tags":
             self._json(200, wire.ollama_tags(owner.ollama_models))
@@ -586,6 +587,7 @@ class ScriptedLLMServer:
         # "parameter_count": int, "context_length": int, "capabilities": [...], "family": ...}
         self.ollama_models: dict[str, dict[str, Any]] = {}
         self.model_meta: dict[str, Any] = {}  # /v1/models "meta" (llama.cpp: n_params, ...)
+        self.model_fields: dict[str, Any] = {}  # more /v1/models fields (owned_by, ...)
         self._paths: list[str] = []  # the path of each recorded chat request
         self._side: list[tuple[str, dict]] = []  # /api/show requests
         self._stopping = threading.Event()
@@ -670,6 +672,7 @@ class ScriptedLLMServer:
             self._fallback = None
             self.ollama_models = {}
             self.model_meta = {}
+            self.model_fields = {}
 
     @property
     def queued(self) -> int:

@@ -281,6 +281,25 @@ def test_small_model_mode_stops_the_reply_after_its_first_block(llm_server):
     assert [b.code for b in executor.blocks] == [code]
     assert engine.messages[1]["content"] == f"```python\n{code}\n```"
     assert llm_server.requests[0]["max_tokens"] == 512
+    assert llm_server.requests[0]["repeat_penalty"] == 1.0  # see providers.no_repeat_penalty
+
+
+def test_small_model_sampling_on_ollama_and_a_server_that_refuses_it(llm_server):
+    llm_server.enqueue(S.text("```python\nprint('hi')\n```"))
+    engine, executor, events = engine_for(llm_server, "ollama_chat/qwen2.5-coder:1.5b",
+                                          small_model="auto")
+    run(engine, events, "say hi")
+    options = llm_server.requests[0]["options"]
+    assert options["repeat_penalty"] == 1.0 and options["num_predict"] == 512
+    llm_server.reset()
+    llm_server.enqueue(S.error(400, "Unrecognized request argument supplied: repeat_penalty"),
+                       S.text("```python\nprint('hi')\n```"), S.text("```python\nprint('hi')\n```"))
+    engine, executor, events = engine_for(llm_server, "openai/qwen2.5-coder:1.5b",
+                                          small_model="auto")
+    run(engine, events, "say hi")
+    run(engine, events, "say hi")
+    assert ["repeat_penalty" in body for body in llm_server.requests] == [True, False, False]
+    assert len(executor.blocks) == 2 and notices(events, "warning", "error") == []
 
 
 # ----------------------------------------------------------------------------- no tools

@@ -112,6 +112,7 @@ class LLM(Configurable):
         super().__init__(**kwargs)
         self._no_tools: dict[tuple[str, str], str] = {}  # (model, api_base) -> what it said
         self._told_small: set[tuple[str, str]] = set()  # small-model notices given
+        self._plain_sampling: set[tuple[str, str]] = set()  # servers refusing repeat_penalty
 
     @default("model")
     def _default_model(self) -> str:
@@ -226,17 +227,13 @@ class LLM(Configurable):
         return model_info.cached(*self._probe_key())
 
     def _worth_probing(self) -> bool:
-        """Ask the server about the model: always for Ollama (context, tools, size: and
-        litellm would ask it anyway), for another server only when the name leaves small-model
-        mode undecided."""
+        """Ask the server about the model (context, tools, size): Ollama (litellm would ask
+        it anyway) and any server at an explicit api_base; hosted providers never."""
         provider, _, _ = self._probe_key()
         if self.is_embedded or model_info.was_probed(*self._probe_key()):
             return False
-        if provider in model_info.OLLAMA_PROVIDERS:
-            return True
-        by_name = model_info.size_from_name(self.model)
-        undecided = by_name is None or by_name.source != "name"
-        return bool(self.api_base) and self.small_model == "auto" and undecided
+        return provider in model_info.OLLAMA_PROVIDERS or (
+            bool(self.api_base) and provider == "openai")
 
     async def learn_about_model(self) -> None:
         """Ask the model's server what the name does not say (once per server and model;
@@ -344,13 +341,19 @@ class LLM(Configurable):
         # The embedded model ends its replies after the first code block itself.
         stop_after_block = self.is_small_model and not self.is_embedded and not tools
         attempts = self.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        while attempt < attempts:
+            attempt += 1
             stream = Stream(on_text, on_reasoning, stop_after_block)
             try:
                 return await stream.run(litellm, kwargs)
             except CallbackError as exc:
                 raise exc.original from None
             except Exception as exc:
+                if not stream.started and providers.drop_rejected_sampling(kwargs, exc):
+                    self._plain_sampling.add((self.model, self.api_base))
+                    attempt -= 1  # a server that takes no repeat_penalty: ask again without it
+                    continue
                 if tools and not stream.started and (said := tools_rejected(exc)):
                     self._remember_no_tools(said)
                     raise LLMToolsUnsupportedError(
@@ -385,7 +388,9 @@ class LLM(Configurable):
         if self.api_base:
             kwargs["api_base"] = providers.api_base_for(model, self.api_base)
         if self.is_small_model and not self.is_embedded:
-            kwargs.setdefault("max_tokens", local_model.LocalModel.max_tokens.default_value)
+            kwargs["max_tokens"] = local_model.LocalModel.max_tokens.default_value
+            if (self.model, self.api_base) not in self._plain_sampling:
+                kwargs.update(providers.no_repeat_penalty(model, self.api_base))
         if self.api_key:
             kwargs["api_key"] = self.api_key
         elif self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):

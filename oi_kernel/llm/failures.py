@@ -205,20 +205,24 @@ def tools_rejected(exc: BaseException) -> str | None:
     message in a cause's body (a plain-text body leaves only "Error code: 400" in the
     exception's own text), so both are read from the whole chain. A bare 400 alone is not
     enough: it is as often a context overflow or a malformed message."""
-    chain = list(_chain(exc))
-    statuses = [s for e in chain if (s := _status(e)) is not None]
+    statuses = [s for e in _chain(exc) if (s := _status(e)) is not None]
     if statuses and statuses[-1] not in _NO_TOOLS_STATUS and statuses[0] not in _NO_TOOLS_STATUS:
         return None
+    for text in chain_texts(exc):
+        if _NO_TOOLS_RE.search(text.lower()):
+            return _detail_text(text)
+    return None
+
+
+def chain_texts(exc: BaseException) -> list[str]:
+    """The messages and error bodies of ``exc`` and everything it was raised from."""
     texts: list[str] = []
-    for e in chain:
+    for e in _chain(exc):
         texts.append(str(getattr(e, "message", "") or e))
         body = getattr(e, "body", None)
         if body is not None:
             texts.append(body if isinstance(body, str) else json.dumps(body, default=str))
-    for text in texts:
-        if _NO_TOOLS_RE.search(text.lower()):
-            return _detail_text(text)
-    return None
+    return texts
 
 
 def _detail_text(text: str) -> str:

@@ -11,8 +11,9 @@ Sources, cheapest first:
 2. The server, asked once per (server, model) with a short timeout and cached for the
    process (failures too): Ollama's ``POST /api/show`` (parameter count, context length,
    capabilities such as "tools"), else ``GET /v1/models`` of an OpenAI-compatible server
-   (llama.cpp's ``llama-server`` reports ``meta.n_params``; llama-cpp-python's server
-   names the model by its file, whose name usually carries the size).
+   (llama.cpp's ``llama-server`` reports ``meta.n_params`` and its context; vLLM its
+   ``max_model_len``; llama-cpp-python's server names the model by its file, whose name
+   usually carries the size, and is known by its listing: it ignores ``tools``).
 
 ``probe`` does the asking and is only ever called off the event loop, from
 ``LLM.prepare()`` (before a turn's first request) or ``%model``, never on the kernel's
@@ -234,6 +235,10 @@ def _ask_openai_compatible(api_base: str, name: str, timeout: float) -> ServerIn
         size = Size(meta["n_params"] / 1e9, "server", "the server's /v1/models")
     elif (by_id := size_from_name(str(entry.get("id", "")))) is not None and by_id.source == "name":
         size = Size(by_id.billions, "server", f"the server's model file {base_name(entry['id'])!r}")
-    context = meta.get("n_ctx_train") or meta.get("n_ctx") or entry.get("max_model_len")
-    return ServerInfo(size, int(context) if isinstance(context, int) else None, None,
-                      "openai-compatible")
+    context = meta.get("n_ctx") or entry.get("max_model_len") or meta.get("n_ctx_train")
+    # llama-cpp-python's server takes ``tools`` and ignores them without a word (its chat
+    # templates never show them; streamed tool choice fails): its listing says who it is.
+    quiet_about_tools = entry.get("owned_by") == "me" and entry.get("permissions") == []
+    return ServerInfo(size, int(context) if isinstance(context, int) else None,
+                      False if quiet_about_tools else None,
+                      "llama-cpp-python" if quiet_about_tools else "openai-compatible")

@@ -8,6 +8,13 @@ own probe learnt (context window, tools). ``ollama_chat/`` also drops ``tool_cal
 the assistant messages of the history it sends, so the model would never see the calls
 whose results follow; ``request_messages`` writes each call into the message's text.
 
+Small models on local servers: llama-cpp-python's server and Ollama apply a repetition
+penalty of 1.1 by default (the embedded model, llama.cpp's own server and most clients
+1.0). Code repeats names and values, and with the penalty a small model writes them wrong
+(SmolLM2-135M wrote ``text = 'Python'`` for "reverse 'python'", measured), so in
+small-model mode ``no_repeat_penalty`` asks for 1.0; a server that rejects the parameter
+is asked again without it (``drop_rejected_sampling``).
+
 Anthropic wants the bare root as ``api_base`` (litellm appends ``/v1/messages``), the
 OpenAI-compatible providers want ``.../v1``; ``api_base_for`` forgives either.
 """
@@ -82,3 +89,28 @@ def api_base_for(model: str, api_base: str) -> str:
         base = api_base.rstrip("/")
         return base[: -len("/v1")] if base.endswith("/v1") else api_base
     return api_base
+
+
+def no_repeat_penalty(model: str, api_base: str) -> dict[str, Any]:
+    """Request parameters that turn a local server's repetition penalty off (see above)."""
+    if is_ollama(model):
+        return {"repeat_penalty": 1.0}  # litellm passes it on in Ollama's "options"
+    if provider_of(model) == "openai" and api_base:
+        return {"extra_body": {"repeat_penalty": 1.0}}
+    return {}
+
+
+def drop_rejected_sampling(kwargs: dict[str, Any], exc: BaseException) -> bool:
+    """Remove ``repeat_penalty`` from ``kwargs`` when ``exc`` is the server rejecting it;
+    True when it did (ask again)."""
+    if "repeat_penalty" not in kwargs and "repeat_penalty" not in kwargs.get("extra_body", {}):
+        return False
+    from oi_kernel.llm.failures import chain_texts
+
+    if not any("repeat_penalty" in text for text in chain_texts(exc)):
+        return False
+    kwargs.pop("repeat_penalty", None)
+    extra = {k: v for k, v in kwargs.pop("extra_body", {}).items() if k != "repeat_penalty"}
+    if extra:
+        kwargs["extra_body"] = extra
+    return True
