@@ -260,12 +260,13 @@ def test_thinking_collapsed_and_a_recognised_bare_reply(lab: Lab, lab_server: La
     thinking = lab.cell(0).locator("details.oi-thinking")
     thinking.wait_for()
     assert thinking.get_attribute("open") is None  # collapsed
-    assert thinking.locator("summary").inner_text().startswith("💭 thinking")
+    assert thinking.locator("summary").inner_text().startswith("thinking · 12 words")
     assert not thinking.locator("pre").is_visible()
     assert lab.cell(0).get_by_text("Small-model mode is on").count() == 1
     lab.screenshot("browser-small-model-card.png")
     card.locator("button.oi-run").click()
     expect_step_ran(lab, 0)
+    assert "recognised as code" in lab.cell(0).locator(".oi-card-decided").inner_text()
     lab.wait_kernel_idle()
     thinking.locator("summary").click()  # opened on demand
     assert thinking.locator("pre").inner_text() == thought

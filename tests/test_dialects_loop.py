@@ -241,10 +241,13 @@ def test_an_empty_reply_after_a_tool_result_ends_the_turn_quietly(llm_server, mo
 
 
 def test_an_empty_first_reply_is_still_reported(llm_server):
-    llm_server.enqueue(S.text(""))
+    llm_server.enqueue(S.text(""), S.text("", reasoning="Let me think... out of tokens."))
     engine, _, events = engine_for(llm_server)
     run(engine, events)
     assert any("empty reply" in n for n in notices(events, "warning"))
+    events.clear()
+    run(engine, events)
+    assert any("only reasoned" in n for n in notices(events, "warning"))
 
 
 # ----------------------------------------------------------------------------- small models
@@ -343,3 +346,12 @@ def test_a_plain_400_is_not_taken_for_no_tools(llm_server):
     with pytest.raises(Exception, match="maximum context length"):
         run(engine, events)
     assert len(llm_server.requests) == 1 and engine.llm.uses_tools()
+
+
+def test_anthropic_api_base_with_v1_is_forgiven(llm_server):
+    """litellm appends /v1/messages itself: a base ending in /v1 would get a 404."""
+    llm_server.enqueue(S.text("Hello."))
+    client = LLM(model="anthropic/claude-3-5-sonnet-latest", api_base=llm_server.root + "/v1/",
+                 api_key="sk-scripted")
+    reply = asyncio.run(client.stream([{"role": "user", "content": "hi"}], None))
+    assert reply.text == "Hello." and llm_server.request_paths == ["/v1/messages"]

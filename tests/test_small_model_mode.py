@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from oi_kernel.approval.approvers import RECOGNISED_PROMPT, StdinApprover
-from oi_kernel.approval.card import header_html
+from oi_kernel.approval.card import header_html, record_html
 from oi_kernel.core import events as E
-from oi_kernel.core.types import ApprovalRequest, CodeBlock, Reply
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, Reply
 from oi_kernel.llm import model_info
 from oi_kernel.llm.client import LLM
 from oi_kernel.session.view import TurnView
@@ -196,6 +196,8 @@ def test_card_and_stdin_prompt_say_the_code_was_recognised():
     assert "recognised as code" in header_html(request)
     plain = ApprovalRequest(1, 1, CodeBlock("python", "print(1)"))
     assert "recognised" not in header_html(plain)
+    assert "recognised as code" in record_html(request, Decision("run", "print(1)"))
+    assert "recognised" not in record_html(plain, Decision("run", "print(1)"))
     prompts: list[str] = []
 
     async def ask(prompt: str) -> str:

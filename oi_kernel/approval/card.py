@@ -64,7 +64,8 @@ def record_html(request: ApprovalRequest, decision: Decision) -> str:
     when = time.strftime("%H:%M:%S", time.localtime(decision.at))
     reason = f" — {html.escape(decision.reason)}" if decision.reason else ""
     lang = html.escape(request.block.language, quote=True)
-    head = (f"{_ICONS.get(label, '')} <b>Step {request.step}</b> · {lang} · {label} "
+    found = " · recognised as code" if request.block.bare else ""
+    head = (f"{_ICONS.get(label, '')} <b>Step {request.step}</b> · {lang}{found} · {label} "
             f"by {html.escape(decision.by)} at {when}{reason}")
     body = ""
     if decision.action == "run":

@@ -204,10 +204,10 @@ class Engine(StepRunner):
         """A reply with no answer and no code: after steps that ran, the model has nothing
         to add (many local models answer a tool result that way) and the turn just ends;
         otherwise the user is told."""
-        if reply.reasoning.strip():
-            emit(Notice(ONLY_REASONING_NOTICE, "warning"))
-        elif not turn.steps:
-            emit(Notice(EMPTY_REPLY_NOTICE, "warning"))
+        if turn.steps:
+            return
+        emit(Notice(ONLY_REASONING_NOTICE if reply.reasoning.strip() else EMPTY_REPLY_NOTICE,
+                    "warning"))
 
     def _end_turn(self, turn: Turn, emit: EventSink) -> None:
         self.log_event("turn_end", turn=turn.index, reason=turn.end_reason or "error",

@@ -199,10 +199,9 @@ class LLM(Configurable):
         if size is None:
             return False, ("auto: the model's size is not known from its name or server, so it "
                            "is treated as a capable model (OI_SMALL_MODEL=on for a small one)")
-        limit = f"{model_info.SMALL_LIMIT_B:g}B"
         if size.small:
-            return True, f"auto: {size.describe()}, at most ~{limit}"
-        return False, f"auto: {size.describe()}, more than ~{limit}"
+            return True, f"auto: {size.describe()}, up to ~8B counts as small"
+        return False, f"auto: {size.describe()}, more than ~8B"
 
     def model_size(self) -> model_info.Size | None:
         """The model's size as far as it is known: its name (a size in it), its server (once

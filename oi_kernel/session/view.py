@@ -37,10 +37,10 @@ def thinking_bundle(text: str, done: bool) -> dict[str, Any]:
     """The reasoning, collapsed under a "thinking" summary (HTML); one line as plain text."""
     words = len(text.split())
     label = f"thinking · {words:,} words" if done else f"thinking… · {words:,} words"
-    body = (f'<details class="oi-thinking"><summary style="cursor:pointer;color:#777">💭 '
+    body = (f'<details class="oi-thinking"><summary style="cursor:pointer;color:#777">'
             f'{label}</summary><pre style="white-space:pre-wrap;color:#777;margin:4px 0">'
             f"{html.escape(text.strip())}</pre></details>")
-    return {"text/html": body, "text/plain": f"[{label}]"}
+    return {"text/html": body, "text/plain": f"[{label}]" if done else "[thinking…]"}
 
 
 class _Display:
