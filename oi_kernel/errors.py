@@ -63,6 +63,11 @@ class LLMStreamCutError(LLMError):
     """The stream ended before the reply was complete."""
 
 
+class LLMToolsUnsupportedError(LLMError):
+    """The server rejected the ``tools`` of the request; the engine asks again without them
+    (fenced code instead), in the same turn."""
+
+
 class ChildKernelError(OIError):
     """The child kernel could not be started or died."""
 

@@ -266,3 +266,34 @@ def test_sandbox_grants_show_in_the_status_item(lab: Lab, lab_server: LabServer,
     assert "variables from before are gone" in lab.cell(1).inner_text()
     lab.wait_kernel_idle()
     lab.screenshot("browser-sandbox-grants.png")
+
+
+# ---------------------------------------------------------------- issue 23
+
+
+def test_thinking_collapsed_and_a_recognised_bare_reply(lab: Lab, lab_server: LabServer, llm):
+    """A small model (the server reports 1.5B parameters) thinks, then answers with bare
+    code: the thinking is collapsed, the card says the code was recognised."""
+    llm.model_meta = {"n_params": 1_543_714_304}
+    thought = "The user wants six times seven. I will print 6 * 7."
+    llm.enqueue(S.text(CODE, reasoning=thought))
+    write_notebook(lab_server.root / "small.ipynb", *OI_KERNEL, [])
+    lab.open_notebook("small.ipynb")
+
+    card = run_instruction_until_card(lab, "What is six times seven?")
+    assert "recognised as code" in card.locator(".oi-recognised").inner_text()
+    thinking = lab.cell(0).locator("details.oi-thinking")
+    thinking.wait_for()
+    assert thinking.get_attribute("open") is None  # collapsed
+    assert thinking.locator("summary").inner_text().startswith("thinking · 12 words")
+    assert not thinking.locator("pre").is_visible()
+    assert lab.cell(0).get_by_text("Small-model mode is on").count() == 1
+    lab.screenshot("browser-small-model-card.png")
+    card.locator("button.oi-run").click()
+    expect_step_ran(lab, 0)
+    assert "recognised as code" in lab.cell(0).locator(".oi-card-decided").inner_text()
+    lab.wait_kernel_idle()
+    thinking.locator("summary").click()  # opened on demand
+    assert thinking.locator("pre").inner_text() == thought
+    lab.screenshot("browser-small-model-thinking-open.png")
+    assert len(llm.requests) == 1  # the code printed a result: a small model's turn ends

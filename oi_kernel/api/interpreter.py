@@ -6,7 +6,7 @@
         for chunk in it.chat("what is 2**100?"):
             print(chunk)
 
-``chat()`` is a generator of typed chunks (``TextChunk``, ``CodeChunk``,
+``chat()`` is a generator of typed chunks (``TextChunk``, ``ThinkingChunk``, ``CodeChunk``,
 ``ApprovalChunk``, ``OutputChunk``, ``MessageChunk``, ``UsageChunk``,
 ``NoticeChunk``); ``achat()`` is the same as an async generator. Approved code
 runs in the Interpreter's own child IPython kernel, so variables persist across

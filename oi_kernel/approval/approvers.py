@@ -16,6 +16,8 @@ from oi_kernel.errors import ApprovalUnavailableError
 Ask = Callable[[str], Awaitable[str]]
 
 STDIN_PROMPT = "Run this code? [y/N/e(dit)/a(ll)/s(top)] "
+# Before the question when the model's reply was nothing but code (small-model mode).
+RECOGNISED_PROMPT = "The reply had no code fence; it was recognised as code. "
 EDIT_PROMPT = "Replacement code (one line; write \\n for a newline): "
 
 
@@ -46,7 +48,8 @@ class StdinApprover:
         if not self.has_stdin():
             raise ApprovalUnavailableError()
         code = request.block.code
-        choice = parse_answer(await self.ask(STDIN_PROMPT))
+        prompt = (RECOGNISED_PROMPT if request.block.bare else "") + STDIN_PROMPT
+        choice = parse_answer(await self.ask(prompt))
         if choice == "edit":
             edited = (await self.ask(EDIT_PROMPT)).replace("\\n", "\n")
             if not edited.strip():

@@ -78,7 +78,8 @@ class StepRunner(EngineSettings):
                                   run_all_allowed=self.approval_floor != "always")
         self.log_event("code_proposed", turn=turn.index, step=record.index,
                        language=block.language, code=block.code, sha256=code_hash(block.code),
-                       flags=[dataclasses.asdict(f) for f in flags])
+                       flags=[dataclasses.asdict(f) for f in flags],
+                       **({"recognised_as_code": True} if block.bare else {}))
         if language is None or language not in self.offered_languages():
             record.status = "refused"
             record.feedback = (f"Language '{block.language}' is not available here. Use one of: "
@@ -103,7 +104,7 @@ class StepRunner(EngineSettings):
                 else "The user declined to run this code." + why
             )
             return run_all, decision.action == "stop"
-        ran_block = CodeBlock(language, decision.code, block.tool_call_id)
+        ran_block = CodeBlock(language, decision.code, block.tool_call_id, block.bare)
         await self._execute(turn, record, ran_block, format_flags(flags), emit)
         emit(StepDone(record))
         return run_all or decision.run_all, False

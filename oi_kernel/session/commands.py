@@ -138,16 +138,47 @@ def _status(ctx: CommandContext, arg: str) -> None:
 
 
 # ----------------------------------------------------------------------------- model and policy
-@command("model", "[NAME]", "show the model, or set it (a litellm model name)")
-def _model(ctx: CommandContext, arg: str) -> None:
+@command("model", "[NAME]", "show the model and its small-model mode, or set the model "
+         "(a litellm model name)")
+async def _model(ctx: CommandContext, arg: str) -> None:
     llm = ctx.session.llm
     if arg:
         llm.model = arg
-        ctx.say(f"Model set to `{arg}`.")
-        return
     where = f" at `{llm.api_base}`" if llm.api_base else ""
-    ctx.say(f"Model: `{llm.model or '(none configured: set OI_MODEL, or ' + ctx.prefix + 'model NAME)'}`"
-            f"{where}")
+    if not llm.model.strip():
+        ctx.say(f"Model: (none configured: set OI_MODEL, or {ctx.prefix}model NAME){where}")
+        return
+    head = f"Model set to `{llm.model}`{where}." if arg else f"Model: `{llm.model}`{where}."
+    try:
+        await llm.prepare()  # imports litellm off the event loop; asks the server once
+    except Exception as exc:  # the description must not fail over a server that is down
+        head += f" (Could not ask about it: {exc})"
+    ctx.say(head + "\n\n" + model_description(llm, ctx.session.engine))
+
+
+def model_description(llm: Any, engine: Any) -> str:
+    """Small-model mode and how the model proposes code, each with the reason."""
+    on, why = llm.small_model_verdict()
+    lines = [f"- Small-model mode: **{'on' if on else 'off'}**, {why}."]
+    if on:
+        lines.append("  The model gets a short prompt with worked examples close to the "
+                     "instruction, its drafts are checked before you are asked, a reply that is "
+                     "only code is recognised as code, and each instruction gets at most "
+                     f"{engine.step_limit()} LLM calls.")
+    if llm.is_embedded:
+        code = "fenced code blocks (the embedded model has no tool calls)"
+    elif said := llm.tools_refused():
+        code = f"fenced code blocks: the server rejected tools ({said})"
+    elif llm.uses_tools():
+        code = "the execute tool (function calling)"
+    elif llm.tool_mode == "markdown":
+        code = "fenced code blocks (tool_mode markdown)"
+    elif on:
+        code = "fenced code blocks (small-model mode; OI_TOOL_MODE=tools for tool calls)"
+    else:
+        code = "fenced code blocks (the model does not support tool calls)"
+    lines.append(f"- Code comes as {code}.")
+    return "\n".join(lines)
 
 
 @command("auto_run", "on|off", "run code without asking (on), or ask for each block (off)")
