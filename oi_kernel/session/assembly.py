@@ -71,6 +71,9 @@ class Session:
         self.logging = logging
         self.session_id = session_id
         self.notify: Callable[[str], None] = lambda text: None  # the front door shows notices
+        # How replies stream: "live" (updated in place), "text" (printed) or "auto" (live
+        # where widgets render); the front door sets it from its config, %display changes it.
+        self.display = "auto"
         self._log: Any = None
 
     @property

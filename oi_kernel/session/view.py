@@ -1,9 +1,16 @@
 """Renders engine events as Jupyter display messages, for any frontend.
 
 The view knows nothing about kernels: it is handed a ``publish(msg_type,
-content)`` callable. Streaming text goes into one display per LLM reply that is
-updated in place; updates are coalesced so a fast stream costs a handful of
-messages per second, not one per token.
+content)`` callable. It has two ways to show the model's reply as it streams:
+
+- live (JupyterLab, Notebook 7, VS Code): one display per LLM reply, updated in place.
+  Updates are coalesced, so a fast stream costs a handful of messages per second, not
+  one per token. Once a proposed block is shown on its own (the approval card, or the
+  step of a block that runs without asking), its copy in the reply is folded to one
+  line, so each proposal is on screen once.
+- text (jupyter console, nbclient, papermill: clients that do not update displays in
+  place, or render only the first version of one): the reply is printed as a stdout
+  stream, coalesced the same way, so all of its text is there in order.
 """
 
 from __future__ import annotations
@@ -14,9 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core import events as E
-from oi_kernel.core.types import Turn
+from oi_kernel.core.codeblocks import block_spans
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, Turn
 
 Publish = Callable[[str, dict[str, Any]], None]
+DISPLAY_MODES = ("auto", "live", "text")
 
 
 def markdown_bundle(text: str, plain: str | None = None) -> dict[str, Any]:
@@ -28,36 +37,94 @@ def code_markdown(language: str, code: str) -> str:
     return f"{fence}{language}\n{code}\n{fence}"
 
 
-class TurnView:
-    """One cell's rendering of a turn."""
+def live_display(mode: str, widgets: bool) -> bool:
+    """Whether replies are updated in place: ``mode`` "live" or "text", or "auto": live when
+    the frontend renders widgets (a notebook UI), as text otherwise (a terminal, nbclient)."""
+    return widgets if mode == "auto" else mode == "live"
 
-    def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True):
+
+def folded(language: str, code: str, step: int) -> str:
+    """What a block's place in the reply says once the block is shown as its step."""
+    n = code.count("\n") + 1
+    return f"\n*▸ {language}, {n} line{'s' if n != 1 else ''}: step {step}, below*\n\n"
+
+
+class _ShownReply:
+    """A finished reply in a live display, whose blocks can be folded one by one."""
+
+    def __init__(self, display_id: str, text: str) -> None:
+        self.display_id = display_id
+        self.text = text.replace("\r\n", "\n")
+        self.spans: list[tuple[int, int, CodeBlock]] = block_spans(self.text)
+        self.folds: dict[int, str] = {}  # span index -> its one-line replacement
+
+    def fold(self, request: ApprovalRequest) -> bool:
+        """Fold the first unfolded block with the request's code; False when none has it."""
+        for i, (_, _, block) in enumerate(self.spans):
+            if i not in self.folds and block.code.strip() == request.block.code.strip():
+                self.folds[i] = folded(request.block.language, request.block.code, request.step)
+                return True
+        return False
+
+    def render(self) -> str:
+        parts, pos = [], 0
+        for i, (start, end, _) in enumerate(self.spans):
+            if i in self.folds:
+                parts += [self.text[pos:start], self.folds[i]]
+                pos = end
+        return "".join([*parts, self.text[pos:]])
+
+
+class TurnView:
+    """One cell's rendering of a turn.
+
+    ``live``: update the reply's display in place (else print it as a stream).
+    ``shows_code``: show a block that needs approval (False when the approver shows it
+    itself: the card, or the stdin prompt).
+    """
+
+    def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True,
+                 live: bool = True):
         self.publish = publish
         self.coalesce_s = coalesce_s
-        self.shows_code = shows_code  # False when the approver displays the code itself
-        self._text = ""
+        self.shows_code = shows_code
+        self.live = live
+        self._text = ""  # this reply so far (live), or what is still to print (text)
+        self._printed = ""  # the end of what was printed (text): does it end a line?
         self._display_id: str | None = None
+        self._started = False  # this reply's first words were sent
+        self._last_sent = ""  # the reply's text as last sent (live)
         self._flush_handle: asyncio.TimerHandle | None = None
+        self._reply: _ShownReply | None = None  # the last finished reply (live)
         self.updates_sent = 0
 
     # ------------------------------------------------------------ streaming text
     def _send_text(self) -> None:
         self._flush_handle = None
-        if not self._text:
+        if not self._text or (self.live and self._text == self._last_sent):
             return
-        content = {"data": markdown_bundle(self._text), "metadata": {}}
-        if self._display_id is None:
+        if not self.live:
+            self.publish("stream", {"name": "stdout", "text": self._text})
+            self._printed, self._text = self._text, ""
+        elif self._display_id is None:
+            self._last_sent = self._text
             self._display_id = uuid.uuid4().hex
-            content["transient"] = {"display_id": self._display_id}
-            self.publish("display_data", content)
+            self.publish("display_data", self._reply_content(self._text, self._display_id))
         else:
-            content["transient"] = {"display_id": self._display_id}
-            self.publish("update_display_data", content)
+            self._last_sent = self._text
+            self.publish("update_display_data",
+                         self._reply_content(self._text, self._display_id))
         self.updates_sent += 1
+
+    @staticmethod
+    def _reply_content(text: str, display_id: str) -> dict[str, Any]:
+        return {"data": markdown_bundle(text), "metadata": {},
+                "transient": {"display_id": display_id}}
 
     def _on_delta(self, text: str) -> None:
         self._text += text
-        if self._display_id is None:
+        if not self._started:
+            self._started = True
             self._send_text()  # the first words show at once
         elif self._flush_handle is None:
             loop = asyncio.get_running_loop()
@@ -66,9 +133,24 @@ class TurnView:
     def _end_reply(self) -> None:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
+        if not self.live and self._text and not self._text.endswith("\n"):
+            self._text += "\n"
+        elif not self.live and not self._text and self._printed[-1:] not in ("", "\n"):
+            self._text = "\n"
+        if self.live and self._display_id is not None:
+            self._reply = _ShownReply(self._display_id, self._text)
         self._send_text()
-        self._text = ""
+        self._text = self._printed = self._last_sent = ""
         self._display_id = None
+        self._started = False
+
+    def _fold(self, request: ApprovalRequest) -> None:
+        """The block is shown as its own step now: fold its copy in the reply (live)."""
+        reply = self._reply
+        if reply is not None and reply.fold(request):
+            self.publish("update_display_data",
+                         self._reply_content(reply.render(), reply.display_id))
+            self.updates_sent += 1
 
     # ------------------------------------------------------------ other events
     def show_markdown(self, text: str, plain: str | None = None) -> None:
@@ -80,14 +162,7 @@ class TurnView:
         elif isinstance(event, E.ReplyDone):
             self._end_reply()
         elif isinstance(event, E.CodeProposed):
-            req = event.request
-            if self.shows_code or not event.needs_approval:
-                auto = "" if event.needs_approval else " · ▶️ **runs without asking**"
-                self.show_markdown(
-                    f"**Step {req.step}** · {req.block.language}{auto}\n\n"
-                    + code_markdown(req.block.language, req.block.code),
-                    f"[step {req.step}: {req.block.language}]\n{req.block.code}",
-                )
+            self._proposed(event)
         elif isinstance(event, E.Decided) and self.shows_code:
             d = event.record.decision
             if d is not None and d.by != "auto":
@@ -97,9 +172,22 @@ class TurnView:
             self.show_markdown(f"{icon} {event.text}", event.text)
         elif isinstance(event, E.TurnDone):
             self._end_reply()
+            self._reply = None
             footer = turn_footer(event.turn)
             if footer:
                 self.show_markdown(f"<sub>{footer}</sub>", footer)
+
+    def _proposed(self, event: E.CodeProposed) -> None:
+        req = event.request
+        if self.live:
+            self._fold(req)
+        if self.shows_code or not event.needs_approval:
+            auto = "" if event.needs_approval else " · ▶️ **runs without asking**"
+            self.show_markdown(
+                f"**Step {req.step}** · {req.block.language}{auto}\n\n"
+                + code_markdown(req.block.language, req.block.code),
+                f"[step {req.step}: {req.block.language}]\n{req.block.code}",
+            )
 
 
 def turn_footer(turn: Turn) -> str:
