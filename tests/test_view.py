@@ -31,8 +31,9 @@ def request(code: str, language: str = "python", step: int = 1, **kw: Any) -> Ap
 def test_the_prompt_carries_step_language_code_and_choices():
     prompt = approval_prompt(request("import math\nprint(math.pi)", step=3))
     lines = prompt.split("\n")
-    assert lines[0] == "── Step 3 · python · 2 lines · runs on this machine ──"
-    assert lines[1:3] == ["    import math", "    print(math.pi)"]
+    assert lines[0] == ""  # on a line of its own, whatever was printed before
+    assert lines[1] == "── Step 3 · python · 2 lines · runs on this machine ──"
+    assert lines[2:4] == ["    import math", "    print(math.pi)"]
     assert lines[-1] == "Run this code? [y/N/e(dit)/a(ll)/s(top)] "
 
 
@@ -41,7 +42,7 @@ def test_the_prompt_lists_risk_flags_and_says_sandboxed():
     flags = review("python", code)
     assert flags
     prompt = approval_prompt(request(code, flags=flags, sandboxed=True))
-    assert "· sandboxed ──" in prompt.split("\n")[0]
+    assert "· sandboxed ──" in prompt.split("\n")[1]
     assert f"⚠ {len(flags)} risk flag" in prompt
     for flag in flags:
         assert flag.reason in prompt and f"[{flag.severity}] {flag.category}" in prompt
@@ -106,7 +107,7 @@ def test_edit_takes_one_line_with_escapes_and_an_empty_edit_goes_back():
     decision, asked = decide(["e", "", "e", 'print("a\\\\nb")\\nprint(2)'], req)
     assert decision.action == "run" and decision.edited
     assert decision.code == 'print("a\\nb")\nprint(2)'
-    assert [p.split("\n")[0] for p in asked] == [
+    assert [p.strip().split("\n")[0] for p in asked] == [
         "── Step 1 · python · 1 line · runs on this machine ──", "Editing. The code now:",
         "── Step 1 · python · 1 line · runs on this machine ──", "Editing. The code now:"]
 

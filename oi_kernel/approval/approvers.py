@@ -81,7 +81,9 @@ def approval_prompt(request: ApprovalRequest, full: bool = False) -> str:
             f"{'s' if n != 1 else ''} · {where} ──")
     body, cut = code_excerpt(code, full)
     choices = CHOICES_VIEW if cut else CHOICES
-    return "\n".join([head, *body, *flag_lines(request.flags), f"Run this code? {choices} "])
+    # The first line is empty: the question starts on a line of its own, even after a reply
+    # the client printed without its last newline.
+    return "\n".join(["", head, *body, *flag_lines(request.flags), f"Run this code? {choices} "])
 
 
 def edit_prompt(code: str) -> str:
