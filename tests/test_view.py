@@ -183,6 +183,14 @@ def test_text_display_prints_the_whole_reply_as_a_stream():
     assert screen.messages[0][0] == "stream" and screen.messages[0][1]["text"] == "Fir"
 
 
+def test_a_batch_run_gets_each_reply_whole():
+    """nbclient saves every stream message as an output: without stdin (nobody watching)
+    the reply is printed once, complete."""
+    screen = Screen()
+    play(TurnView(screen, live=False, shows_code=True, pieces=False), pieces(REPLY, 3))
+    assert [c["text"] for c in screen.of("stream")] == [REPLY + "\n"]
+
+
 def test_text_display_without_a_prompt_shows_the_step():
     screen = Screen()
     play(TurnView(screen, live=False, shows_code=True), [REPLY])

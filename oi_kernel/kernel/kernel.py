@@ -324,7 +324,8 @@ class OIKernel(DirectCells, Kernel):
             self._ensure_widget_targets()
         # The card, or the stdin prompt, shows a block that needs approval.
         view = TurnView(self.publish, shows_code=not (widgets or self._allow_stdin),
-                        live=live_display(self.oi.display, self._widget_frontend or widgets))
+                        live=live_display(self.oi.display, self._widget_frontend or widgets),
+                        pieces=self._allow_stdin)
         cell_id = self._parent_msg.get("metadata", {}).get("cellId")
         return self.frontend.watch(view, cell_id)
 

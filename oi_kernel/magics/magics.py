@@ -149,7 +149,8 @@ class OIMagics(Magics):
         # The card, or the stdin prompt, shows a block that needs approval.
         view: Any = TurnView(frontend.publish,
                              shows_code=not (frontend.widgets or frontend.has_stdin()),
-                             live=live_display(self.oi.display, frontend.widgets))
+                             live=live_display(self.oi.display, frontend.widgets),
+                             pieces=frontend.has_stdin())
         if self.comms is not None and isinstance(frontend, KernelFrontend):
             view = self.comms.watch(view, frontend.cell_id)
         return view

@@ -79,16 +79,19 @@ class TurnView:
     """One cell's rendering of a turn.
 
     ``live``: update the reply's display in place (else print it as a stream).
+    ``pieces``: print the reply as it arrives (someone watches), else whole once complete
+    (a batch run: nbclient saves each stream message as an output of its own).
     ``shows_code``: show a block that needs approval (False when the approver shows it
     itself: the card, or the stdin prompt).
     """
 
     def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True,
-                 live: bool = True):
+                 live: bool = True, pieces: bool = True):
         self.publish = publish
         self.coalesce_s = coalesce_s
         self.shows_code = shows_code
         self.live = live
+        self.pieces = pieces
         self._text = ""  # this reply so far (live), or what is still to print (text)
         self._printed = ""  # the end of what was printed (text): does it end a line?
         self._display_id: str | None = None
@@ -123,6 +126,8 @@ class TurnView:
 
     def _on_delta(self, text: str) -> None:
         self._text += text
+        if not (self.live or self.pieces):
+            return  # printed whole at the end of the reply
         if not self._started:
             self._started = True
             self._send_text()  # the first words show at once
