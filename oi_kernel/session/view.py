@@ -57,6 +57,7 @@ class _ShownReply:
         self.text = text.replace("\r\n", "\n")
         self.spans: list[tuple[int, int, CodeBlock]] = block_spans(self.text)
         self.folds: dict[int, str] = {}  # span index -> its one-line replacement
+        self.sent = text  # what the display shows (as last sent)
 
     def fold(self, request: ApprovalRequest) -> bool:
         """Fold the first unfolded block with the request's code; False when none has it."""
@@ -86,9 +87,10 @@ class TurnView:
     """
 
     def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True,
-                 live: bool = True, pieces: bool = True):
+                 live: bool = True, pieces: bool = True, settle_s: float = 0.5):
         self.publish = publish
         self.coalesce_s = coalesce_s
+        self.settle_s = settle_s
         self.shows_code = shows_code
         self.live = live
         self.pieces = pieces
@@ -99,6 +101,8 @@ class TurnView:
         self._last_sent = ""  # the reply's text as last sent (live)
         self._flush_handle: asyncio.TimerHandle | None = None
         self._reply: _ShownReply | None = None  # the last finished reply (live)
+        self._reply_handle: asyncio.Handle | None = None  # its update, due this iteration
+        self._settle_handle: asyncio.TimerHandle | None = None  # its update sent again
         self.updates_sent = 0
 
     # ------------------------------------------------------------ streaming text
@@ -143,19 +147,62 @@ class TurnView:
         elif not self.live and not self._text and self._printed[-1:] not in ("", "\n"):
             self._text = "\n"
         if self.live and self._display_id is not None:
+            # The last version is sent once the blocks proposed just after this (in the
+            # same loop iteration) are folded: one update, not a full one then a folded one.
             self._reply = _ShownReply(self._display_id, self._text)
-        self._send_text()
+            self._reply.sent = self._last_sent
+            self._show_reply_soon()
+        else:
+            self._send_text()
         self._text = self._printed = self._last_sent = ""
         self._display_id = None
         self._started = False
 
-    def _fold(self, request: ApprovalRequest) -> None:
-        """The block is shown as its own step now: fold its copy in the reply (live)."""
+    def _show_reply_soon(self) -> None:
+        if self._reply_handle is None:
+            self._reply_handle = asyncio.get_running_loop().call_soon(self._show_reply)
+
+    def _show_reply(self, again: bool = False) -> None:
+        """Send the finished reply's display as it is now (with its folds) if it changed;
+        ``again``: even if not (see ``_fold``)."""
+        self._reply_handle = None
         reply = self._reply
-        if reply is not None and reply.fold(request):
-            self.publish("update_display_data",
-                         self._reply_content(reply.render(), reply.display_id))
+        if reply is None:
+            return
+        text = reply.render()
+        if text != reply.sent or again:
+            reply.sent = text
+            self.publish("update_display_data", self._reply_content(text, reply.display_id))
             self.updates_sent += 1
+
+    def _fold(self, request: ApprovalRequest) -> None:
+        """The block is shown as its own step now: fold its copy in the reply (live).
+
+        JupyterLab renders markdown asynchronously and an earlier, slower render (the code
+        is highlighted) can finish after a later one, leaving the display stale: the folded
+        version is sent once more ``settle_s`` later, or when the turn ends if sooner."""
+        reply = self._reply
+        if reply is None or not reply.fold(request):
+            return
+        self._show_reply_soon()
+        if self._settle_handle is not None:
+            self._settle_handle.cancel()
+        self._settle_handle = asyncio.get_running_loop().call_later(
+            self.settle_s, self._settle)
+
+    def _settle(self) -> None:
+        self._settle_handle = None
+        self._show_reply(again=True)
+
+    def _finish_reply(self) -> None:
+        """The turn ended: what is still due for the last reply is sent now."""
+        if self._reply_handle is not None:
+            self._reply_handle.cancel()
+            self._show_reply()
+        if self._settle_handle is not None:
+            self._settle_handle.cancel()
+            self._settle()
+        self._reply = None
 
     # ------------------------------------------------------------ other events
     def show_markdown(self, text: str, plain: str | None = None) -> None:
@@ -177,7 +224,7 @@ class TurnView:
             self.show_markdown(f"{icon} {event.text}", event.text)
         elif isinstance(event, E.TurnDone):
             self._end_reply()
-            self._reply = None
+            self._finish_reply()
             footer = turn_footer(event.turn)
             if footer:
                 self.show_markdown(f"<sub>{footer}</sub>", footer)
