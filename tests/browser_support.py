@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("OI_TEST_CHROMIUM") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -173,6 +173,11 @@ class LabServer:
 
 
 def launch_chromium(playwright: Any) -> Any:
+    import pytest
+
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"No Chromium at {CHROMIUM}: `apt-get install chromium` (scripts/test does "
+                    "it), or set OI_TEST_CHROMIUM to one.", pytrace=False)
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
