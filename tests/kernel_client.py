@@ -44,17 +44,24 @@ class CellResult:
 
     @property
     def text(self) -> str:
-        """Everything shown, as plain text (streams, displays, results, errors)."""
-        parts = []
+        """Everything shown, as plain text (streams, displays, results, errors). Consecutive
+        pieces of one stream are joined as a frontend shows them (a reply printed as text
+        arrives in pieces)."""
+        parts: list[str] = []
+        last_stream = None
         for m in self.messages:
             c = m["content"]
             kind = m["header"]["msg_type"]
-            if kind == "stream":
+            stream = c.get("name") if kind == "stream" else None
+            if stream is not None and stream == last_stream:
+                parts[-1] += c["text"]
+            elif stream is not None:
                 parts.append(c["text"])
             elif kind in ("display_data", "update_display_data", "execute_result"):
                 parts.append(c["data"].get("text/plain", ""))
             elif kind == "error":
                 parts.append("\n".join(c["traceback"]) + f"\n{c['ename']}: {c['evalue']}")
+            last_stream = stream
         return "\n".join(parts)
 
 

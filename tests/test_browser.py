@@ -149,6 +149,24 @@ def test_instruction_card_run_and_output(lab: Lab, lab_server: LabServer, llm):
     assert len(llm.requests) == 2  # the output went back, the model answered once more
 
 
+def test_fenced_reply_shows_each_proposal_once(lab: Lab, lab_server: LabServer, llm):
+    """A markdown-style reply: its fenced copy folds to one line once the card shows the
+    block; after Run, the decided record keeps the code: on screen once (issue 19)."""
+    write_notebook(lab_server.root / "fenced.ipynb", *OI_KERNEL, [])
+    llm.enqueue(S.text(f"I will multiply them.\n```python\n{CODE}\n```\n", chunk_size=6),
+                S.text(FINAL))
+    lab.open_notebook("fenced.ipynb")
+    card = run_instruction_until_card(lab, "multiply six by seven")
+    lab.cell(0).get_by_text("▸ python, 1 line: step 1, below").wait_for()
+    lab.screenshot("browser-fenced-card.png")
+    card.locator("button.oi-run").click()
+    expect_step_ran(lab, 0)
+    lab.cell(0).get_by_text(FINAL).wait_for()
+    shown = lab.cell(0).locator(".jp-OutputArea").inner_text()
+    assert shown.count(CODE) == 1, shown
+    lab.screenshot("browser-fenced-ran.png")
+
+
 # ---------------------------------------------------------------- issue 7
 
 

@@ -204,7 +204,7 @@ def test_openai_compatible_server_needs_no_provider_prefix(bare_env, llm_server,
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         result = ks.execute("what is six times seven", timeout=60)
     assert result.status == "ok", result.text
-    assert result.stdout == "42\n"
+    assert result.stdout == "42\nIt is 42.\n"  # the reply is printed: no widget frontend
     assert [r["model"] for r in llm_server.requests] == ["mymodel", "mymodel"]
     assert "tools" in llm_server.requests[0]  # an explicit server is assumed to call tools
 
@@ -280,7 +280,7 @@ def test_ollama_model_through_api_base(bare_env, fake_ollama, tmp_path, small):
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         result = ks.execute("what is six times seven", timeout=60)
     assert result.status == "ok", result.text
-    assert result.stdout == "42\n"
+    assert result.stdout == "Here:\n```python\nprint(6 * 7)\n```\n42\nIt is 42.\n"
     generate = [body for path, body in fake_ollama.requests if path == "/api/generate"]
     assert generate[0]["model"] == "llama3.1"
     assert "what is six times seven" in generate[0]["prompt"]

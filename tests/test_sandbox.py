@@ -501,7 +501,7 @@ def test_state_persists_across_cells_and_turns(oi, _server):
     py(oi, "counter = 41")
     _server.enqueue(S.tool_call("counter += 1\nprint(counter)"), S.text("42 it is"))
     result = oi.execute("add one to the counter")
-    assert result.stdout == "42\n"
+    assert result.stdout == "42\n42 it is\n"
     assert py(oi, "print(counter)").strip() == "42"
 
 
@@ -565,7 +565,7 @@ def test_no_secret_reaches_the_child_the_llm_the_log_or_an_export(oi, _server):
         S.text("done"),
     )
     result = oi.execute("show the environment")
-    assert MARKER in result.stdout and result.stdout.rstrip().endswith("False")
+    assert MARKER in result.stdout and result.stdout.endswith("False\ndone\n")
     for secret in SECRETS:
         assert secret not in result.stdout  # never even in the sandboxed child
     bodies = json.dumps(_server.requests)

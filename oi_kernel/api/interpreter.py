@@ -30,9 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oi_kernel.api.chunks import (
+from oi_kernel.api.chunks import (  # the chunk types are part of this module's API
+    ApprovalChunk,  # noqa: F401
     Chunk,
+    CodeChunk,  # noqa: F401
+    MessageChunk,  # noqa: F401
+    NoticeChunk,  # noqa: F401
     OutputChunk,
+    TextChunk,  # noqa: F401
+    UsageChunk,  # noqa: F401
     _output_chunk,
     to_chunks,
 )

@@ -68,6 +68,12 @@ class _Fence:
     closed: bool = True  # False: the text ended before the closing fence
 
 
+def reply_text(text: str) -> str:
+    """The reply as blocks are found in it: CRLF as LF, and the model dialects' tool calls
+    in their canonical form (``dialects.normalize``)."""
+    return dialects.normalize(text.replace("\r\n", "\n"))
+
+
 def extract_code_blocks(text: str, allow_unclosed: bool = True) -> list[CodeBlock]:
     """The code blocks of a complete reply, in order of appearance.
 
@@ -78,17 +84,24 @@ def extract_code_blocks(text: str, allow_unclosed: bool = True) -> list[CodeBloc
     block unless ``allow_unclosed`` is False: pass that for a reply the output
     token limit cut off, whose last block is then only the start of the code.
     """
-    text = dialects.normalize(text.replace("\r\n", "\n"))
-    found: list[tuple[int, CodeBlock]] = []
+    return [block for _, _, block in block_spans(text, allow_unclosed)]
+
+
+def block_spans(text: str, allow_unclosed: bool = True) -> list[tuple[int, int, CodeBlock]]:
+    """``extract_code_blocks`` with where each block is: ``(start, end, block)``, offsets
+    into ``reply_text(text)`` (a view that shows a block elsewhere can fold that part of
+    the reply)."""
+    text = reply_text(text)
+    found: list[tuple[int, int, CodeBlock]] = []
     prose_start = 0
     for fence in _find_fences(text):
         found += _prose_calls(text, prose_start, fence.start)
         block = _fence_block(fence) if fence.closed or allow_unclosed else None
         if block is not None:
-            found.append((fence.start, block))
+            found.append((fence.start, fence.end, block))
         prose_start = fence.end
     found += _prose_calls(text, prose_start, len(text))
-    return [block for _, block in sorted(found, key=lambda item: item[0])]
+    return sorted(found, key=lambda item: item[0])
 
 
 def _find_fences(text: str) -> list[_Fence]:
@@ -170,10 +183,10 @@ def _whole_text_call(body: str) -> CodeBlock | None:
         return None
 
 
-def _prose_calls(text: str, start: int, end: int) -> list[tuple[int, CodeBlock]]:
+def _prose_calls(text: str, start: int, end: int) -> list[tuple[int, int, CodeBlock]]:
     """Tool calls printed as text between ``start`` and ``end`` (outside any fence)."""
     segment = text[start:end]
-    found: list[tuple[int, CodeBlock]] = []
+    found: list[tuple[int, int, CodeBlock]] = []
     pos = 0
     while (m := _CANDIDATE_RE.search(segment, pos)) is not None:
         try:
@@ -181,13 +194,15 @@ def _prose_calls(text: str, start: int, end: int) -> list[tuple[int, CodeBlock]]
         except _DECODE_ERRORS:
             pos = m.end() + 1
             continue
+        end = obj_end
         if m["call"]:
-            closed = _CLOSE_PAREN_RE.match(segment, obj_end) is not None
-            block = _block_from_arguments(obj) if closed else None
+            paren = _CLOSE_PAREN_RE.match(segment, obj_end)
+            block = _block_from_arguments(obj) if paren is not None else None
+            end = paren.end() if paren is not None else obj_end
         else:
             block = _block_from_object(obj, bare_ok=m["tag"] is not None)
         if block is not None:
-            found.append((start + m.start(), block))
+            found.append((start + m.start(), start + end, block))
         pos = obj_end
     return found
 

@@ -40,7 +40,7 @@ from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
-from oi_kernel.session.view import TurnView
+from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
 _LINE_RE = re.compile(r"%oi(?=\s|$)")
@@ -82,6 +82,20 @@ class OIMagics(Magics):
         return config.env_choice("OI_APPROVAL_UI", ["auto", "widget", "stdin"], "auto",
                                  help=help_text)
 
+    display = Enum(
+        list(DISPLAY_MODES),
+        config=True,
+        help="How the model's reply streams: 'live' (one display updated in place), 'text' "
+        "(printed as a stream, for clients that do not update displays: jupyter console, "
+        "nbclient, papermill), or 'auto': live when the approval card is used, else text. "
+        "`%oi display` changes it for the session. Env: OI_DISPLAY.",
+    )
+
+    @default("display")
+    def _display_default(self) -> str:
+        help_text = self.traits()["display"].help
+        return config.env_choice("OI_DISPLAY", DISPLAY_MODES, "auto", help=help_text)
+
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
         self.guard = InterruptGuard(_run_code_codes(shell))
@@ -98,6 +112,7 @@ class OIMagics(Magics):
         )
         self.oi = build_session("magic", approver=approver, executor=executor, parent=self)
         self.oi.notify = lambda text: _say(text)
+        self.oi.display = self.display
         self.engine = self.oi.engine
         self.transformer = _cell_transformer(shell)
         self._running = False
@@ -133,7 +148,11 @@ class OIMagics(Magics):
 
     def _view(self, frontend: KernelFrontend | TerminalFrontend) -> Any:
         """Where a turn's events go in the current cell."""
-        view: Any = TurnView(frontend.publish, shows_code=not frontend.widgets)
+        # The card, or the stdin prompt, shows a block that needs approval.
+        view: Any = TurnView(frontend.publish,
+                             shows_code=not (frontend.widgets or frontend.has_stdin()),
+                             live=live_display(self.oi.display, frontend.widgets),
+                             pieces=frontend.has_stdin())
         if self.comms is not None and isinstance(frontend, KernelFrontend):
             view = self.comms.watch(view, frontend.cell_id)
         return view

@@ -74,6 +74,9 @@ class Session:
         self.notify: Callable[[str], None] = lambda text: None  # the front door shows notices
         self.policy: Any = None  # the administrator's policy (session.policy.Policy)
         self.policy_notices: list[str] = []  # what the policy changed, shown once
+        # How replies stream: "live" (updated in place), "text" (printed) or "auto" (live
+        # where widgets render); the front door sets it from its config, %display changes it.
+        self.display = "auto"
         self._log: Any = None
 
     @property

@@ -113,6 +113,7 @@ HELP_INTRO = {
 }
 HELP_EXTRA = {
     "%": ("| `%%python` | run the rest of the cell as Python, without the model |\n"
+          "| `%%bash`, `%%html`, ... | any other cell magic, run as IPython runs it |\n"
           "| `!cmd` | run a shell command, without the model |\n"),
     "%oi ": "",
 }
@@ -202,6 +203,16 @@ def _approval(ctx: CommandContext, arg: str) -> None:
             raise ctx.usage("approval always|risky|never")
         engine.approval = arg
     ctx.say(f"Approval policy: `{engine.approval}`.")
+
+
+@command("display", "auto|live|text", "how replies stream: updated in place (live), printed "
+         "as text (text: terminals, papermill), or live where widgets render (auto)")
+def _display(ctx: CommandContext, arg: str) -> None:
+    if arg:
+        if arg not in {"auto", "live", "text"}:
+            raise ctx.usage("display auto|live|text")
+        ctx.session.display = arg
+    ctx.say(f"Display: `{ctx.session.display}`.")
 
 
 @command("max_steps", "[N]", "show or set the cap on LLM calls per instruction")
