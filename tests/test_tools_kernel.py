@@ -43,7 +43,8 @@ def test_tool_call_approved_on_stdin_shows_result(tk, _server):
     result = tk.execute("price of an apple?", stdin=["y"], timeout=90)
     assert result.status == "ok"
     assert result.prompts and "Call this tool?" in result.prompts[0]
-    assert "[step 1: prices › lookup_price]" in result.text
+    assert "tool prices › lookup_price · runs on its MCP server" in result.prompts[0]
+    assert '"item": "apple"' in result.prompts[0]
     assert "apple: 1.25 EUR" in result.text
     assert [m["content"] for m in _server.requests[1]["messages"]
             if m["role"] == "tool"] == ["apple: 1.25 EUR"]
@@ -58,7 +59,7 @@ def test_notebook_function_tool(tk, _server):
     assert "add_tax" in tk.execute("%tool").text
     _server.enqueue(call("add_tax", {"amount": 10}), S.text("12."))
     result = tk.execute("10 with tax", stdin=["y"], timeout=90)
-    assert "add_tax(amount=10)" in result.text and "12.0" in result.text
+    assert "add_tax(amount=10)" in result.prompts[0] and "12.0" in result.text
     tools = [t["function"]["name"] for t in _server.requests[0]["tools"]]
     assert tools[:2] == ["execute", "add_tax"] and "prices__lookup_price" in tools
     assert "No longer offered" in tk.execute("%tool -d add_tax").text

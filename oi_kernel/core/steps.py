@@ -39,6 +39,10 @@ class StepRunner(EngineSettings):
         self.turns: list[Turn] = []
         self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
         self.tool_settings = Tools(parent=self)
+        # Set by an administrator's policy (session.policy_rules): the least approval that
+        # applies even after "Run all", and who set each session cap (for its message).
+        self.approval_floor = "never"
+        self.cap_sources: dict[str, str] = {}
 
     @property
     def auto_run(self) -> bool:
@@ -82,10 +86,13 @@ class StepRunner(EngineSettings):
             flags = review_or_flag(language or block.language, block.code)
             sandboxed = self.executor.sandboxed
         request = ApprovalRequest(turn.index, record.index, block, flags, sandboxed,
+                                  run_all_allowed=self.approval_floor != "always",
                                   tool=spec.label if spec else "")
         self.log_event("code_proposed", turn=turn.index, step=record.index,
                        language=block.language, code=block.code, sha256=code_hash(block.code),
-                       flags=[dataclasses.asdict(f) for f in flags], **tool_fields(spec))
+                       flags=[dataclasses.asdict(f) for f in flags],
+                       **({"recognised_as_code": True} if block.bare else {}),
+                       **tool_fields(spec))
         if spec is None and (language is None or language not in self.offered_languages()):
             record.status = "refused"
             record.feedback = (f"Language '{block.language}' is not available here. Use one of: "
@@ -111,20 +118,24 @@ class StepRunner(EngineSettings):
             )
             return run_all, decision.action == "stop"
         ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
-                              block.tool)
+                              block.bare, tool=block.tool)
         await self._execute(turn, record, ran_block, format_flags(flags), emit, spec)
         emit(StepDone(record))
         return run_all or decision.run_all, False
 
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
-        """Whether the policy asks the user about this block."""
-        if run_all or request.block.tool == FIND:
+        """Whether the policy asks the user about this block. "Run all" skips the asking for
+        the rest of the instruction, but not below ``approval_floor``. A tool its server
+        calls destructive always asks (except under "Run all"); ``mcp_find`` never does."""
+        if request.block.tool == FIND:
+            return False
+        if _asks(self.approval_floor, request):
+            return True
+        if run_all:
             return False
         if request.block.tool and any(f.category == "destructive" for f in request.flags):
-            return True  # a tool its server calls destructive always asks
-        if self.approval == "never":
-            return False
-        return not (self.approval == "risky" and not request.flags)
+            return True
+        return _asks(self.approval, request)
 
     async def _decide(self, request: ApprovalRequest, run_all: bool) -> Decision:
         if not self.needs_approval(request, run_all):
@@ -230,6 +241,10 @@ def tool_flags(spec: ToolSpec | None) -> list[Flag]:
                      "destructive: it may delete or overwrite data")]
     return [Flag(0, "tool", MEDIUM, f"the server '{spec.server}' does not mark this tool "
                  "read-only: it may change things")]
+
+
+def _asks(approval: str, request: ApprovalRequest) -> bool:
+    return approval == "always" or (approval == "risky" and bool(request.flags))
 
 
 def review_or_flag(language: str, code: str) -> list[Flag]:

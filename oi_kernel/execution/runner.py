@@ -17,7 +17,6 @@ is collected, with output content still packed (JSON bytes).
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -73,7 +72,7 @@ class ChildRunner:
     @property
     def cwd(self) -> str:
         """The working directory the code runs in (for the system prompt)."""
-        return self.child.cwd or os.getcwd()
+        return self.child.workdir
 
     async def namespace_summary(self) -> str:
         """The child's namespace is its own: the model sees what earlier steps printed."""

@@ -215,6 +215,24 @@ async def offer_functions(session: Any, names: list[str]) -> list[str]:
     return lines
 
 
+async def tool_command(session: Any, words: list[str], events: Any, usage: OIError) -> str:
+    """``%tool [NAME ...] [-d NAME ...]``: offer, list or remove notebook functions."""
+    functions = session.engine.toolbox.functions
+    if not words:
+        return describe_functions(session)
+    if words[0] in ("-d", "--delete"):
+        if len(words) < 2:
+            raise usage
+        missing = [w for w in words[1:] if w not in functions]
+        if missing:
+            raise OIError(f"Not offered as tools: {', '.join(missing)}.")
+        for name in words[1:]:
+            del functions[name]
+        return f"No longer offered: {', '.join(words[1:])}."
+    events()  # the cell whose outputs the signature check's code goes to (%oi tool)
+    return "\n".join(await offer_functions(session, words))
+
+
 def describe_functions(session: Any) -> str:
     functions = session.engine.toolbox.functions
     if not functions:
