@@ -405,3 +405,31 @@ def test_c_tools_settings_come_from_the_config_file(tmp_path):
     cfg = Config({"Tools": {"mcp_config": str(tmp_path / "m.json"), "budget_fraction": 0.1}})
     tools = Tools(parent=Configurable(config=cfg))
     assert tools.mcp_config == str(tmp_path / "m.json") and tools.budget_fraction == 0.1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_launcher_stops_a_server_when_its_parent_is_killed(tmp_path):
+    """A server that ignores stdin would outlive a SIGKILLed kernel; the launcher asks Linux
+    to stop it with its parent."""
+    import psutil
+
+    pid_file = tmp_path / "pid"
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-m', 'oi_kernel.execution.mcp.launch', "
+        "sys.executable, '-c', 'import time; time.sleep(120)'], stdin=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(120)\n")], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        server = psutil.Process(int(pid_file.read_text()))
+        time.sleep(1.0)  # the launcher has exec'd the server
+        assert "time.sleep(120)" in " ".join(server.cmdline())
+    finally:
+        parent.kill()
+        parent.wait(10)
+    gone, alive = psutil.wait_procs([server], timeout=10)
+    assert not alive
