@@ -404,6 +404,38 @@ def test_an_unwritable_log_dir_blocks_turns(tmp_path, monkeypatch):
     assert "cannot be written" in text
 
 
+def test_mcp_servers_outside_the_policy_are_never_started(admin, monkeypatch, tmp_path):
+    from oi_kernel.session.tools import describe_mcp, mcp_provider
+
+    servers = {name: {"command": "python3", "args": ["-c", "pass"]}
+               for name in ("fs-data", "fs-root", "shell")}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    monkeypatch.setenv("OI_MCP_CONFIG", str(path))
+    s = session()
+    said = notices(s)
+    assert "'fs-root', 'shell' not started" in said and str(admin) in said, said
+    assert [spec.name for spec in mcp_provider(s).servers] == ["fs-data"]
+    shown = describe_mcp(s)
+    assert "Not started: **fs-root**, **shell**" in shown and "fs-data" in shown
+
+
+def test_no_mcp_server_in_the_strictest_mode(tmp_path, monkeypatch):
+    from oi_kernel.session.tools import describe_mcp, mcp_provider
+
+    for name in USER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(tmp_path / "admin"))
+    write_policy(tmp_path / "admin", '{"mcp": "all of them"}')
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"github": {"command": "python3"}}}))
+    monkeypatch.setenv("OI_MCP_CONFIG", str(path))
+    monkeypatch.chdir(tmp_path)
+    s = session()
+    assert mcp_provider(s) is None
+    assert "strictest mode: no MCP server" in describe_mcp(s)
+
+
 def test_mcp_rules_are_kept_and_shown(admin):
     s = session()
     assert s.policy.mcp_server_allowed("github") and s.policy.mcp_server_allowed("fs-home")

@@ -107,8 +107,8 @@ class Policy:
         return [p for _, globs in self.allowed_models for p in globs]
 
     def mcp_server_allowed(self, name: str) -> bool:
-        """Whether an MCP server called ``name`` may be used (MCP servers arrive in a later
-        version: the rule is kept and shown so that it applies from then on)."""
+        """Whether an MCP server called ``name`` may be started (``session.tools`` leaves
+        the others out and ``%mcp`` says why)."""
         if self.strict or any(fnmatchcase(name, p) for p in self.mcp_denied):
             return False
         return all(any(fnmatchcase(name, p) for p in globs) for _, globs in self.mcp_allowed)

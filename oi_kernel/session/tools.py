@@ -41,11 +41,36 @@ def attach_mcp(session: Any, *, report: bool = True) -> Any:
         session.mcp_error = str(exc)
     else:
         session.mcp_error = ""
+    servers = _allowed_by_policy(session, servers, report)
     if not servers:
         return None
     hub = McpTools(servers)
     session.engine.toolbox.providers.append(hub)
     return hub
+
+
+def _allowed_by_policy(session: Any, servers: list[Any], report: bool) -> list[Any]:
+    """The servers the administrator's policy allows; the others are never started, and
+    ``%mcp`` says why (``session.mcp_refused``)."""
+    policy = getattr(session, "policy", None)
+    session.mcp_refused = []
+    if policy is None or not policy.active:
+        return servers
+    kept = [s for s in servers if policy.mcp_server_allowed(s.name)]
+    refused = [s.name for s in servers if s not in kept]
+    if refused:
+        session.mcp_refused = refused
+        text = (f"MCP server{'s' if len(refused) > 1 else ''} "
+                f"{', '.join(repr(n) for n in refused)} not started: {mcp_policy_reason(policy)}")
+        if report:
+            config.warn(text)
+    return kept
+
+
+def mcp_policy_reason(policy: Any) -> str:
+    if policy.strict:
+        return "the administrator's policy could not be read fully (strictest mode: no MCP server)."
+    return (f"not allowed by {policy.where('mcp')} ({'; '.join(r for r in policy.rules() if r.startswith('MCP'))}).")
 
 
 async def reload_mcp(session: Any) -> str:
@@ -58,7 +83,7 @@ async def reload_mcp(session: Any) -> str:
     if session.mcp_error:
         raise OIError(session.mcp_error)
     if hub is None:
-        return "No MCP servers are configured." + HOW_TO_CONFIGURE
+        return describe_mcp(session)
     notices = await hub.prepare()
     return describe_mcp(session) + ("\n\n" + "\n\n".join(notices) if notices else "")
 
@@ -95,9 +120,13 @@ def describe_mcp(session: Any) -> str:
     hub = mcp_provider(session)
     if session.mcp_error:
         return f"The MCP config could not be used: {session.mcp_error}"
+    refused = getattr(session, "mcp_refused", [])
+    blocked = (f"\n\nNot started: {', '.join(f'**{n}**' for n in refused)} — "
+               f"{mcp_policy_reason(session.policy)}") if refused else ""
     if hub is None:
-        return "No MCP servers are configured." + HOW_TO_CONFIGURE
-    text = "**MCP servers**\n\n" + hub.describe()
+        return ("No MCP server may be started." + blocked) if refused else (
+            "No MCP servers are configured." + HOW_TO_CONFIGURE)
+    text = "**MCP servers**\n\n" + hub.describe() + blocked
     if missing := sdk_missing():
         text += "\n\n" + missing
     offer = session.engine.toolbox.last_offer
