@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import threading
 import time
@@ -211,6 +212,25 @@ def test_ctrl_d_at_the_prompt_stops_the_instruction(oi, _server, answers):
     assert "must not run" not in result.stdout and "Internal error" not in result.text
     assert len(_server.requests) == 1  # stopped: the model is not asked again
     assert oi.execute("%%python\nprint('still here')").stdout == "still here\n"
+
+
+def test_is_complete_sends_no_status(oi):
+    """jupyter console takes any idle from its session as the end of the cell it just sent:
+    a late idle of the is_complete before it made the console stop reading stdin."""
+    msg_id = oi.kc.is_complete("%%python")
+    reply = oi.kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["status"] == "incomplete"
+    statuses, deadline = [], time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        try:
+            msg = oi.kc.get_iopub_msg(timeout=0.2)
+        except queue.Empty:
+            continue
+        if msg["parent_header"].get("msg_id") == msg_id:
+            statuses.append(msg["content"])
+    assert statuses == []
+    assert oi.execute("%%python\nprint('after')").stdout == "after\n"
 
 
 def test_without_stdin_unapproved_code_is_refused(oi, _server):

@@ -447,6 +447,14 @@ class OIKernel(DirectCells, Kernel):
     async def do_is_complete(self, code: str) -> dict[str, Any]:
         return cells.is_complete(code)
 
+    def _publish_status(self, status: str, channel: str, parent: Any = None) -> None:
+        """No busy/idle for ``is_complete``: jupyter console runs a cell right after that
+        reply and takes any idle from its session, this late one too, as the cell's end;
+        it then stops answering stdin and the approval question waits forever."""
+        msg = parent or self.get_parent(channel) or {}
+        if msg.get("header", {}).get("msg_type") != "is_complete_request":
+            super()._publish_status(status, channel, parent)
+
     async def do_history(
         self,
         hist_access_type: str,
