@@ -125,6 +125,7 @@ class StepRecord:
     outputs: list[dict[str, Any]] = field(default_factory=list)
     feedback: str = ""
     duration_s: float = 0.0
+    changes: dict[str, Any] | None = None  # what the step changed (``core.changes``)
 
     @property
     def code_ran(self) -> str | None:
@@ -140,6 +141,7 @@ class Turn:
     index: int
     instruction: str
     started: float = field(default_factory=time.time)
+    conversation_index: int = 0  # its place among the conversation's instructions
     steps: list[StepRecord] = field(default_factory=list)
     final_text: str = ""
     end_reason: str = ""

@@ -160,6 +160,7 @@ class _Builder:
             "language": r.get("language"),
             "model": self.model or self.start.get("model"),
             "time": r.get("t"),
+            "changes": r.get("changes") or None,  # what the step changed (variables, files)
         }
 
     def _direct_meta(self, r: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from oi_kernel.core import changes
 from oi_kernel.core import events as E
 from oi_kernel.core.types import Turn
 
@@ -92,6 +93,13 @@ class TurnView:
             d = event.record.decision
             if d is not None and d.by != "auto":
                 self.show_markdown(f"*Step {event.record.index}: {d.label}*")
+        elif isinstance(event, E.StepDone):
+            shown = changes.for_cell(event.record.changes)
+            if shown is not None:
+                markup, plain = shown
+                self.publish("display_data", {
+                    "data": {"text/html": markup, "text/plain": plain},
+                    "metadata": {"oi": {"changes": event.record.changes}}})
         elif isinstance(event, E.Notice):
             icon = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}[event.level]
             self.show_markdown(f"{icon} {event.text}", event.text)
