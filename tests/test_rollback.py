@@ -163,3 +163,49 @@ def test_log_and_export_keep_the_changes(k, _server, tmp_path):
     nb = json.loads(out.read_text())
     metas = [c["metadata"].get("oi_kernel", {}) for c in nb["cells"] if c["cell_type"] == "code"]
     assert any((m.get("changes") or {}).get("variables") for m in metas)
+
+
+# ----------------------------------------------------------------------------- %%oi
+def test_magic_summarizes_and_undoes_in_the_users_namespace(llm_server, tmp_path):
+    from tests.env import oi_env
+
+    (tmp_path / "kept.txt").write_text("original")
+    env = oi_env(llm_server, tmp_path, OI_AUTO_RUN="1")
+    with KernelSession(kernel_name="python3", env=env, cwd=str(tmp_path)) as ks:
+        assert ks.execute("%load_ext oi_kernel").status == "ok"
+        assert ks.execute("alpha_var = 1\nimport threading\nlock = threading.Lock()").status == "ok"
+        llm_server.enqueue(S.tool_call(SILENT_STEP), S.text("Done."))
+        cell = ks.execute("%%oi\nset things up quietly")
+        assert cell.status == "ok", cell.text
+        result = [m["content"] for m in llm_server.requests[-1]["messages"]
+                  if m["role"] == "tool"][-1]
+        assert "alpha_var: int 1 → 2" in result and "made.txt (created, 8 bytes)" in result
+        assert "beta_var: list[3] (new)" in cell.text  # shown in the cell
+        assert "set things up quietly" in ks.execute("%oi checkpoints").text
+        undone = ks.execute("%oi undo").text
+        assert "Rolled back" in undone and "`lock` (lock" in undone
+        assert ks.execute("print(alpha_var, 'beta_var' in dir())").stdout == "1 False\n"
+        assert (tmp_path / "kept.txt").read_text() == "original"
+        assert not (tmp_path / "made.txt").exists()
+
+
+# ----------------------------------------------------------------------------- the API
+def test_api_changes_undo_checkpoints_and_restore(llm_server, tmp_path):
+    from tests.test_api import make
+
+    (tmp_path / "kept.txt").write_text("original")
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        it.run_code("alpha_var = 1")
+        llm_server.enqueue(S.tool_call(SILENT_STEP), S.text("Done."))
+        outputs = [c for c in it.chat("set things up") if type(c).__name__ == "OutputChunk"]
+        assert "alpha_var: int 1 → 2" in outputs[0].changes_text
+        assert outputs[0].changes["files"]
+        llm_server.enqueue(S.tool_call("alpha_var = 3"), S.text("Done."))
+        list(it.chat("three"))
+        assert [c.instruction for c in it.checkpoints] == ["set things up", "three"]
+        assert "Rolled back" in it.undo()
+        assert it.run_code("print(alpha_var)").text.strip() == "2"
+        assert "Rolled back" in it.restore(it.checkpoints[0].number)
+        assert it.run_code("print(alpha_var, 'beta_var' in dir())").text.strip() == "1 False"
+        assert (tmp_path / "kept.txt").read_text() == "original"
+        assert it.checkpoints == [] and "Nothing to undo" in it.undo()
