@@ -90,9 +90,12 @@ class ChildRunner:
             raise ChildDiedError("The child kernel is not running.")
         await self.prepare()
         call = f"__import__('sys').modules['_oi_probe'].call({name!r}, *{args!r}, **{kwargs!r})"
-        reply = await self.child.execute(BOOT, silent=True, store_history=False,
-                                         user_expressions={"r": call})
-        result = (reply.get("user_expressions") or {}).get("r") or {}
+        for code in ("", BOOT):  # the probe is sent only to a child that lacks it
+            reply = await self.child.execute(code, silent=True, store_history=False,
+                                             user_expressions={"r": call})
+            result = (reply.get("user_expressions") or {}).get("r") or {}
+            if (result.get("ename"), result.get("evalue")) != ("KeyError", "'_oi_probe'"):
+                break
         if result.get("status") != "ok":
             raise ChildKernelError(f"the change probe failed in the child: "
                                    f"{result.get('ename', '')}: {result.get('evalue', reply)}")
