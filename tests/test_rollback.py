@@ -209,3 +209,26 @@ def test_api_changes_undo_checkpoints_and_restore(llm_server, tmp_path):
         assert it.run_code("print(alpha_var, 'beta_var' in dir())").text.strip() == "1 False"
         assert (tmp_path / "kept.txt").read_text() == "original"
         assert it.checkpoints == [] and "Nothing to undo" in it.undo()
+
+
+# ----------------------------------------------------------------------------- the sandbox
+def test_undo_in_the_sandbox_restores_the_workspace(_server, tmp_path_factory):
+    from oi_kernel.execution import sandbox
+
+    if sandbox.probe():  # CI and this machine have bubblewrap: this runs there
+        pytest.fail(f"bubblewrap is needed for this test: {sandbox.probe()}")
+    workspace = tmp_path_factory.mktemp("boxed-rollback")
+    (workspace / "data.csv").write_text("a,b\n1,2\n")
+    env = kernel_env(_server, workspace, OI_SANDBOX="1", OI_AUTO_RUN="1")
+    with KernelSession(env=env, cwd=str(workspace)) as ks:
+        ks.execute("%%python\nrows = 1")
+        _server.enqueue(S.tool_call(
+            "rows = 2\nimport os\nos.remove('data.csv')\n_ = open('out.txt', 'w').write('x')"),
+            S.text("ok"))
+        cell = ks.execute("clean up")
+        assert "data.csv (deleted)" in cell.text and "rows: int 1 → 2" in cell.text
+        undone = ks.execute("%undo").text
+        assert "Files restored: `data.csv`" in undone and "Files removed: `out.txt`" in undone
+        assert (workspace / "data.csv").read_text() == "a,b\n1,2\n"
+        assert not (workspace / "out.txt").exists()
+        assert ks.execute("%%python\nprint(rows)").stdout == "1\n"

@@ -98,7 +98,7 @@ def for_cell(changes: dict[str, Any] | None) -> tuple[str, str] | None:
     items = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in lines)
     body = f"<ul style='margin:2px 0'>{items}</ul>"
     opened = "" if len(lines) > SHORT else " open"
-    markup = (f"<details class='oi-changes'{opened}><summary>🔎 {html.escape(head)}</summary>"
+    markup = (f"<details class='oi-changes'{opened}><summary>{html.escape(head)}</summary>"
               f"{body}</details>")
     return markup, plain
 
@@ -111,8 +111,12 @@ def restore_message(report: dict[str, Any], what: str) -> str:
     else:
         removed = report.get("removed_variables") or []
         kept = report.get("variables") or []
-        parts.append(f"Variables restored ({len(kept)} kept from the checkpoint"
-                     + (f"; removed: {_names(removed)}" if removed else "") + ").")
+        text = "Variables are as they were at the checkpoint"
+        if removed:
+            text += f": removed {_names(removed)}"
+        if kept:
+            text += f"{';' if removed else ':'} {len(kept)} put back"
+        parts.append(text + ".")
     problems = report.get("problems") or []
     if problems:
         listed = "; ".join(f"`{p['name']}` ({p['type']}: {p['why']})" for p in problems)
