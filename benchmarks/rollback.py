@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import pickle
 import statistics
 import subprocess
 import sys

@@ -14,7 +14,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 STEP = "alpha_var = 2\nbeta_var = [1, 2, 3]\n_ = open('made.txt', 'w').write('new file')"
 
 
-def test_change_summary_in_the_cell_and_the_undo_button(lab: Lab, lab_server: LabServer, llm):
+def test_change_summary_in_the_cell_and_the_undo_button(  # noqa: F811 (fixtures)
+    lab: Lab, lab_server: LabServer, llm: S.ScriptedLLMServer
+):
     write_notebook(lab_server.root / "undo.ipynb", *OI_KERNEL, [])
     made = lab_server.root / "made.txt"
     made.unlink(missing_ok=True)

@@ -64,54 +64,73 @@ def _shell():
 def public_names(ns):
     """The user's variables: no ``_`` names, no IPython names, no modules."""
     shell = _shell()
-    hidden = getattr(shell, "user_ns_hidden", {}) if shell is not None else {}
+    hidden = getattr(shell, "user_ns_hidden", None) or {} if shell is not None else {}
     missing = object()
-    out = {}
-    for name, value in list(ns.items()):
-        if not isinstance(name, str) or name.startswith("_") or name in HIDDEN_NAMES:
-            continue
-        if isinstance(value, types.ModuleType) or hidden.get(name, missing) is value:
-            continue
-        out[name] = value
-    return out
+    module = types.ModuleType
+    return {name: value for name, value in list(ns.items())
+            if type(name) is str and name[:1] != "_" and name not in HIDDEN_NAMES
+            and not isinstance(value, module) and hidden.get(name, missing) is not value}
 
 
-def describe(value):
-    """A short description: ``int 2``, ``str 'abc'``, ``list[3]``, ``DataFrame 1000×5``."""
-    kind = type(value).__name__
-    if value is None or isinstance(value, (bool, int, float, complex)):
-        text = repr(value)
-        return f"{kind} {text}" if len(text) <= SHORT_TEXT else f"{kind} ({len(text)} digits)"
-    if isinstance(value, str):
-        return f"str {value!r}" if len(value) <= SHORT_TEXT else f"str[{len(value)}]"
-    if isinstance(value, (bytes, bytearray, list, tuple, dict, set, frozenset)):
-        return f"{kind}[{len(value)}]"
-    try:
-        shape = getattr(value, "shape", None)
-        if isinstance(shape, tuple):
-            text = f"{kind} {'×'.join(str(n) for n in shape) or 'scalar'}"
-            dtype = getattr(value, "dtype", None)
-            if dtype is not None and getattr(value, "columns", None) is None:
-                text += f" {dtype}"
-            return text
-    except Exception:
-        pass
-    if isinstance(value, type):
-        return f"class {value.__qualname__}"
-    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
-        return "function"
-    return kind
+_SCALARS = frozenset({bool, int, float, complex, type(None)})
+_SIZED = frozenset({str, bytes, bytearray, list, tuple, dict, set, frozenset})
+_CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, types.MethodType})
 
 
 def _fingerprint(value):
-    """Identity, description, and for small lists/dicts the identities of their items (an
-    in-place append or item change shows without copying anything)."""
-    version = None
-    if isinstance(value, (list, dict)) and len(value) <= 1000:
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        version = hash(tuple((k if isinstance(k, (str, int)) else id(k), id(v))
-                             for k, v in items))
-    return (id(value), describe(value), version)
+    """``(id, type, detail)``, cheap: no strings are built (``describe`` does that only for
+    what changed). ``detail``: small scalars and short strings themselves (immutable, so a
+    reference is no copy), the length of containers (plus, for lists and dicts of up to 1,000
+    items, a hash of the items' identities, so an append or an item change shows), the shape
+    and dtype of arrays and tables."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return (id(value), kind, value)
+    if kind in _SIZED:
+        if kind is str and len(value) <= SHORT_TEXT:
+            return (id(value), kind, value)
+        size = len(value)
+        if kind is list and size <= 1000:
+            return (id(value), kind, size, hash(tuple(map(id, value))))
+        if kind is dict and size <= 1000:
+            return (id(value), kind, size, hash(tuple(
+                (k if type(k) in (str, int) else id(k), id(v)) for k, v in value.items())))
+        return (id(value), kind, size)
+    if kind is type:
+        return (id(value), kind, value.__qualname__)
+    if kind in _CALLABLES:
+        return (id(value), kind, None)
+    try:
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple):
+            columns = getattr(value, "columns", None)
+            return (id(value), kind, shape, None if columns is not None
+                    else getattr(value, "dtype", None))
+    except Exception:
+        pass
+    return (id(value), kind, None)
+
+
+def describe(fp):
+    """A short description from a fingerprint: ``int 2``, ``str 'abc'``, ``list[3]``,
+    ``DataFrame 1000×5``, ``ndarray 10×3 float64``, ``class Model``, ``function``."""
+    kind, detail = fp[1], fp[2]
+    name = kind.__name__
+    if kind in _SCALARS or (kind is str and not isinstance(detail, int)):
+        text = repr(detail)
+        if len(text) <= SHORT_TEXT:
+            return f"{name} {text}"
+        return f"{name} ({len(text)} digits)"
+    if kind in _SIZED:
+        return f"{name}[{detail}]"
+    if kind is type:
+        return f"class {detail}"
+    if kind in _CALLABLES:
+        return "function"
+    if isinstance(detail, tuple):
+        text = f"{name} {'×'.join(str(n) for n in detail) or 'scalar'}"
+        return text + (f" {fp[3]}" if fp[3] is not None else "")
+    return name
 
 
 def fingerprints(ns):
@@ -123,11 +142,11 @@ def diff_variables(before, after):
     for name, fp in after.items():
         old = before.get(name)
         if old is None:
-            changes.append({"name": name, "change": "new", "after": fp[1]})
+            changes.append({"name": name, "change": "new", "after": describe(fp)})
         elif old != fp:
-            changes.append({"name": name, "change": "changed", "before": old[1],
-                            "after": fp[1]})
-    changes += [{"name": n, "change": "deleted", "before": fp[1]}
+            changes.append({"name": name, "change": "changed", "before": describe(old),
+                            "after": describe(fp)})
+    changes += [{"name": n, "change": "deleted", "before": describe(fp)}
                 for n, fp in before.items() if n not in after]
     return changes
 
@@ -139,6 +158,7 @@ def scan(root, budget_s=None, max_files=None):
     max_files = Settings.max_files if max_files is None else max_files
     deadline = time.perf_counter() + budget_s
     ignore = frozenset(Settings.ignore)
+    cut = len(os.path.join(root, ""))  # entry.path[cut:] is the path relative to root
     found = {}
     stack = [root]
     while stack:
@@ -159,8 +179,7 @@ def scan(root, budget_s=None, max_files=None):
                             stack.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
                         st = entry.stat(follow_symlinks=False)
-                        rel = os.path.relpath(entry.path, root)
-                        found[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                        found[entry.path[cut:]] = (st.st_size, st.st_mtime_ns, st.st_ino)
                 except OSError:
                     continue
     return found, True
