@@ -14,8 +14,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 STEP = "alpha_var = 2\nbeta_var = [1, 2, 3]\n_ = open('made.txt', 'w').write('new file')"
 
 
-def test_change_summary_in_the_cell_and_the_undo_button(  # noqa: F811 (fixtures)
-    lab: Lab, lab_server: LabServer, llm: S.ScriptedLLMServer
+def test_change_summary_in_the_cell_and_the_undo_button(
+    lab: Lab, lab_server: LabServer, llm: S.ScriptedLLMServer  # noqa: F811 (the fixtures)
 ):
     write_notebook(lab_server.root / "undo.ipynb", *OI_KERNEL, [])
     made = lab_server.root / "made.txt"
