@@ -36,7 +36,7 @@ def make_tree(root: Path, files: int) -> None:
         (d / f"f{i}.txt").write_text("x" * (i % 50))
 
 
-async def per_step(n_vars: int, n_files: int, runs: int) -> dict:
+async def per_step(n_vars: int, n_files: int, runs: int, budget_s: float = 10.0) -> dict:
     from oi_kernel.execution.child import ChildKernel
     from oi_kernel.execution.runner import ChildRunner
 
@@ -49,7 +49,7 @@ async def per_step(n_vars: int, n_files: int, runs: int) -> dict:
                      "    globals()[f'v{_i}'] = [_i] if _i % 3 == 0 else ('s' * (_i % 9) if _i % 3"
                      " == 1 else _i)\n")
             assert (await runner.run_code(setup)).status == "ok"
-            settings = {"scan_budget_s": 10.0, "max_files": 1_000_000}
+            settings = {"scan_budget_s": budget_s, "max_files": 1_000_000}
             await runner.probe("configure", **settings)
             base, tracked, inside, complete = [], [], [], True
             for _ in range(2):  # warm-up
@@ -142,9 +142,10 @@ def main() -> None:
           f"{runs}, interleaved)\n")
     print("| namespace | files | step alone | step + summary | added | ratio | probe's end() "
           "in the child | scan complete |\n|---|---|---|---|---|---|---|---|")
-    for nv, nf in ((n, 0), (0, n), (n, n)):
-        r = asyncio.run(per_step(nv, nf, runs))
-        print(f"| {nv:,} variables | {nf:,} | {r['base_ms']:.2f} ms | {r['tracked_ms']:.2f} ms | "
+    for nv, nf, budget in ((n, 0, 10.0), (0, n, 10.0), (n, n, 10.0), (n, n, 0.05)):
+        r = asyncio.run(per_step(nv, nf, runs, budget))
+        files = f"{nf:,}" + (" (default 50 ms scan budget)" if budget < 1 else "")
+        print(f"| {nv:,} variables | {files} | {r['base_ms']:.2f} ms | {r['tracked_ms']:.2f} ms | "
               f"+{r['added_ms']:.2f} ms | {r['ratio']:.2f}x | {r['end_cost_ms']:.2f} ms | "
               f"{r['scan_complete']} |")
     g = one_gb(mb)

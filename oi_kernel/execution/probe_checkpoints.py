@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 import types
+import weakref
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -23,7 +24,7 @@ class Checkpoint:
         self.cid = cid
         self.dir = os.path.join(Settings.store, str(cid))
         os.makedirs(self.dir, exist_ok=True)
-        self.refs = dict(public_names(_namespace()))  # references only, never copies
+        self.refs = {n: _keep(v) for n, v in public_names(_namespace()).items()}
         self.root = os.getcwd()
         self.files, self.files_complete = scan(self.root)
         self.preimages = {}  # absolute path -> saved copy, or None (did not exist)
@@ -52,6 +53,22 @@ class Checkpoint:
         os.close(cmd_r)
         os.close(done_w)
         return pid, cmd_w, done_r
+
+    def _load(self, path):
+        """The fork's dump: (values, {name: why not}); classes are put back before loading."""
+        ns = _namespace()
+        for name, kept in self.refs.items():  # a pickled instance names its class in __main__
+            value = _deref(kept)
+            if isinstance(value, type) and name not in ns:
+                ns[name] = value
+        try:
+            with open(path, "rb") as fh:
+                return pickle.load(fh)
+        except Exception as exc:
+            why = f"the saved copy could not be loaded ({type(exc).__name__}: {str(exc)[:80]})"
+            return {}, {n: why for n in self.refs}
+        finally:
+            os.remove(path)
 
     def save_preimage(self, path):
         """Copy ``path`` before its first change (None: it did not exist, so remove it)."""
@@ -86,7 +103,12 @@ class Checkpoint:
         self.preimages[path] = copy
 
     def save_index(self):
-        """Write what this checkpoint knows about files, so a new process can restore them."""
+        """Write what this checkpoint knows about files, so a new process can restore them
+        (only when that changed: a step that touched no file costs nothing here)."""
+        state = (len(self.preimages), len(self.too_big), len(self.created))
+        if state == getattr(self, "_indexed", None):
+            return
+        self._indexed = state
         index = {"root": self.root, "files": self.files, "complete": self.files_complete,
                  "preimages": self.preimages, "too_big": self.too_big,
                  "created": sorted(self.created)}
@@ -130,9 +152,7 @@ class Checkpoint:
             path = os.path.join(self.dir, "namespace.pickle")
             os.write(self.cmd_w, f"dump {path}".encode())
             if _wait_readable(self.done_r, Settings.restore_timeout_s) and os.read(self.done_r, 2):
-                with open(path, "rb") as fh:
-                    loaded, failed = pickle.load(fh)
-                os.remove(path)
+                loaded, failed = self._load(path)
             else:
                 failed = {n: "the checkpoint's copy did not answer" for n in self.refs}
             _reap(self.pid)
@@ -145,13 +165,19 @@ class Checkpoint:
             if name not in self.refs:
                 del ns[name]
         removed = [n for n in current if n not in self.refs]
+        for name in sorted(failed, key=lambda n: not isinstance(_deref(self.refs[n]), type)):
+            ref = _deref(self.refs[name])  # classes first: the pickle may refer to them
+            if ref is None:
+                ns.pop(name, None)
+                problems.append({"name": name, "type": "?", "why": failed[name] + "; the "
+                                 "original object is gone or was not held, so the name was "
+                                 "removed"})
+                continue
+            ns[name] = ref
+            if not isinstance(ref, _BY_REFERENCE):
+                problems.append({"name": name, "type": type(ref).__name__, "why": failed[name]})
         for name, value in loaded.items():
             ns[name] = value
-        for name, why in failed.items():
-            ref = self.refs[name]
-            ns[name] = ref
-            if not isinstance(ref, (types.FunctionType, type, types.BuiltinFunctionType)):
-                problems.append({"name": name, "type": type(ref).__name__, "why": why})
         return sorted(self.refs), removed, problems
 
     def restore_files(self):
@@ -197,12 +223,35 @@ class Checkpoint:
         return report
 
 
+_BY_REFERENCE = (types.FunctionType, type, types.BuiltinFunctionType, types.MethodType)
+_PLAIN = frozenset({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,
+                    frozenset, type(None)})
+
+
+def _keep(value):
+    """What a checkpoint holds of a value besides the fork's copy: nothing for plain data
+    (the copy restores it), the object for functions and classes (restored by reference)
+    and small handles, a weak reference otherwise (a deleted big object is freed)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return None
+    if isinstance(value, _BY_REFERENCE):
+        return value
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return value
+
+
+def _deref(kept):
+    return kept() if isinstance(kept, weakref.ref) else kept
+
+
 def _dump(path):
     """In the fork: pickle the checkpoint's namespace (what can be) to ``path``; all values
     in one pickle when possible, so objects shared between variables stay shared."""
     ns = public_names(_namespace())
-    by_ref = (types.FunctionType, type, types.BuiltinFunctionType)
-    good = {n: v for n, v in ns.items() if not isinstance(v, by_ref)}
+    good = {n: v for n, v in ns.items() if not isinstance(v, _BY_REFERENCE)}
     failed = {n: "restored by reference" for n in ns if n not in good}
     with open(path, "wb") as fh:
         try:
