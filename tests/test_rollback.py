@@ -59,6 +59,52 @@ def test_model_summary_is_bounded_and_long_cell_summaries_collapse():
     assert C.for_cell({"variables": [], "files": []}) is None and C.for_model(None) == ""
 
 
+# ----------------------------------------------------------------------------- the probe
+PROBE_SCRIPT = """
+import json, os, socket, sys, threading
+sys.path.insert(0, {repo!r})
+from oi_kernel.execution.probe_loader import local_probe
+P = local_probe()
+class C:
+    def __init__(self): self.v = 1
+obj, data = C(), {{"rows": [1, 2]}}
+alias = data
+lock = threading.Lock()
+gen = (i for i in range(3))
+mixed = [1, socket.socket()]
+def f(): return 1
+P.call("checkpoint", 1, os.path.abspath("store"))
+obj.v = 99
+data["rows"].append(3)
+del C
+def f(): return 2
+gen = None
+new_name = 5
+report = json.loads(P.call("restore", 1))
+print(json.dumps(dict(problems=report["problems"], removed=report["removed_variables"],
+    v=obj.v, cls=type(obj).__name__, f=f(), rows=data["rows"], same=alias is data,
+    lock=type(lock).__name__, mixed="mixed" in dir(), new="new_name" in dir())))
+"""
+
+
+def test_restore_copies_back_mutated_objects_and_names_what_it_cannot(tmp_path):
+    import subprocess
+    import sys
+
+    repo = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT.format(repo=repo)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.splitlines()[-1])
+    assert (r["v"], r["cls"], r["f"], r["rows"], r["same"]) == (1, "C", 1, [1, 2], True)
+    assert r["lock"] == "lock" and not r["mixed"] and not r["new"]
+    assert r["removed"] == ["new_name"]
+    problems = {p["name"]: p for p in r["problems"]}
+    assert set(problems) == {"lock", "gen", "mixed"}
+    assert "cannot pickle" in problems["lock"]["why"] and problems["lock"]["type"] == "lock"
+    assert "gone or was not held" in problems["gen"]["why"]
+
+
 # ----------------------------------------------------------------------------- the kernel
 @pytest.fixture(scope="module")
 def rk(_server, tmp_path_factory):
