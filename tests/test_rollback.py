@@ -278,3 +278,19 @@ def test_undo_in_the_sandbox_restores_the_workspace(_server, tmp_path_factory):
         assert (workspace / "data.csv").read_text() == "a,b\n1,2\n"
         assert not (workspace / "out.txt").exists()
         assert ks.execute("%%python\nprint(rows)").stdout == "1\n"
+
+
+def test_a_scan_says_which_folders_it_listed_to_the_end(tmp_path):
+    from oi_kernel.execution.probe_loader import local_probe
+
+    probe = local_probe()
+    for i in range(3000):
+        folder = tmp_path / f"d{i // 100:02d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{i}.txt").write_text("x")
+    listed: set = set()
+    _, complete = probe.scan(str(tmp_path), budget_s=0.0, listed=listed)
+    assert complete is False and len(listed) < 31
+    full: set = set()
+    found, complete = probe.scan(str(tmp_path), budget_s=30, listed=full)
+    assert complete and len(found) == 3000 and {"", "d00", "d29"} <= full

@@ -152,8 +152,9 @@ def diff_variables(before, after):
 
 
 # ----------------------------------------------------------------------------- files
-def scan(root, budget_s=None, max_files=None):
-    """``({relative path: (size, mtime_ns, inode)}, complete)`` of regular files under root."""
+def scan(root, budget_s=None, max_files=None, listed=None):
+    """``({relative path: (size, mtime_ns, inode)}, complete)`` of regular files under root;
+    ``listed`` (a set) receives the relative paths of the folders listed to the end."""
     budget_s = Settings.scan_budget_s if budget_s is None else budget_s
     max_files = Settings.max_files if max_files is None else max_files
     deadline = time.perf_counter() + budget_s
@@ -182,6 +183,8 @@ def scan(root, budget_s=None, max_files=None):
                         found[entry.path[cut:]] = (st.st_size, st.st_mtime_ns, st.st_ino)
                 except OSError:
                     continue
+        if listed is not None:
+            listed.add(top[cut:] if len(top) >= cut else "")
     return found, True
 
 
@@ -204,6 +207,7 @@ class _State:
     before_vars = None
     before_files = None
     before_complete = True
+    before_listed = set()
     root = ""
     checkpoints = {}  # id -> Checkpoint
     current = None  # the Checkpoint whose pre-images are being recorded
@@ -215,7 +219,9 @@ def begin(language="python"):
     """Fingerprint the namespace and scan the files before a step."""
     _State.root = os.getcwd()
     _State.before_vars = fingerprints(_namespace())
-    _State.before_files, _State.before_complete = scan(_State.root)
+    _State.before_listed = set()
+    _State.before_files, _State.before_complete = scan(_State.root,
+                                                       listed=_State.before_listed)
     cp = _State.current
     if cp is not None and language != "python":  # the audit hook cannot see a shell
         for rel in _State.before_files:
@@ -229,10 +235,13 @@ def end():
         return {}
     started = time.perf_counter()
     after_vars = fingerprints(_namespace())
-    after_files, complete = scan(_State.root)
+    after_listed = set()
+    after_files, complete = scan(_State.root, listed=after_listed)
     files = diff_files(_State.before_files, after_files)
-    if not (complete and _State.before_complete):  # a cut scan: do not call unseen files deleted
-        files = [f for f in files if f["change"] != "deleted"]
+    if not (complete and _State.before_complete):  # a cut scan: judge only folders both listed
+        seen = {"created": _State.before_listed, "deleted": after_listed}
+        files = [f for f in files if f["change"] == "modified"
+                 or os.path.dirname(f["path"]) in seen[f["change"]]]
     cp = _State.current
     if cp is not None:
         for f in files:
