@@ -27,7 +27,8 @@ def test_change_summary_in_the_cell_and_the_undo_button(
     card = pending_card(lab)
     card.wait_for()
     card.locator("button.oi-run").click()
-    summary = lab.cell(0).locator("details.oi-changes")
+    # in the decided record itself (one output), so the saved notebook keeps it with the step
+    summary = lab.cell(0).locator(".jp-OutputArea-output:has(.oi-card-decided) details.oi-changes")
     summary.wait_for()
     text = summary.inner_text()
     assert "3 variables" not in text  # alpha_var is new here, beta_var too: 2 variables

@@ -294,3 +294,25 @@ def test_a_scan_says_which_folders_it_listed_to_the_end(tmp_path):
     full: set = set()
     found, complete = probe.scan(str(tmp_path), budget_s=30, listed=full)
     assert complete and len(found) == 3000 and {"", "d00", "d29"} <= full
+
+
+def test_the_view_adds_changes_to_the_decided_record_or_shows_them_under_the_step():
+    from oi_kernel.core import events as E
+    from oi_kernel.core.types import CodeBlock, Decision, StepRecord
+    from oi_kernel.session.view import TurnView
+
+    sent: list = []
+    view = TurnView(lambda kind, content: sent.append((kind, content)))
+    changed = {"variables": [{"name": "x", "change": "new", "after": "int 1"}], "files": []}
+    carded = Decision("run", "x = 1")
+    carded.shown = {"display_id": "card-1", "html": "<div>record</div>", "plain": "[step 1]"}
+    view(E.StepDone(StepRecord(1, CodeBlock("python", "x = 1"), carded, "ok", changes=changed)))
+    kind, content = sent[-1]
+    assert kind == "update_display_data" and content["transient"]["display_id"] == "card-1"
+    assert content["data"]["text/html"].startswith("<div>record</div><details")
+    assert content["data"]["text/plain"] == "[step 1]\n1 variable changed:\n  x: int 1 (new)"
+    auto = Decision("run", "x = 1", by="auto")
+    view(E.StepDone(StepRecord(2, CodeBlock("python", "x = 1"), auto, "ok", changes=changed)))
+    assert sent[-1][0] == "display_data" and "x: int 1 (new)" in sent[-1][1]["data"]["text/html"]
+    view(E.StepDone(StepRecord(3, CodeBlock("python", "pass"), auto, "ok", changes=None)))
+    assert len(sent) == 2  # nothing changed: nothing shown

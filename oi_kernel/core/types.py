@@ -98,6 +98,9 @@ class Decision:
     reason: str = ""
     by: str = "user"
     at: float = field(default_factory=time.time)
+    # where a front door shows this decision ({"display_id", "html", "plain"}), so that what
+    # the step changed can be added to that record later
+    shown: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
