@@ -255,6 +255,9 @@ def test_api_changes_undo_checkpoints_and_restore(llm_server, tmp_path):
         assert it.run_code("print(alpha_var, 'beta_var' in dir())").text.strip() == "1 False"
         assert (tmp_path / "kept.txt").read_text() == "original"
         assert it.checkpoints == [] and "Nothing to undo" in it.undo()
+        list(it.chat("one more"))  # (the scripted server answers "Done.")
+        assert (tmp_path / ".oi_checkpoints" / ".gitignore").read_text().endswith("*\n")
+    assert not (tmp_path / ".oi_checkpoints").exists()  # the session's saved files are gone
 
 
 # ----------------------------------------------------------------------------- the sandbox

@@ -14,6 +14,7 @@ import html
 from typing import Any
 
 MAX_LINES_FOR_MODEL = 25
+MAX_LINE = 200  # characters of one line the model reads
 SHORT = 6  # more lines than this: the cell shows them collapsed
 
 
@@ -82,7 +83,8 @@ def for_model(changes: dict[str, Any] | None, max_lines: int = MAX_LINES_FOR_MOD
     lines = change_lines(changes)
     if not lines:
         return ""
-    shown = lines[:max_lines]
+    shown = [line if len(line) <= MAX_LINE else line[: MAX_LINE - 3] + "..."
+             for line in lines[:max_lines]]
     if len(lines) > max_lines:
         shown.append(f"... and {len(lines) - max_lines} more changes")
     return "What the code changed:\n" + "\n".join(f"- {line}" for line in shown)

@@ -149,6 +149,24 @@ class Rollback(EngineSettings):
         self.log_event("rollback", turn=checkpoint.number, **report)  # type: ignore[attr-defined]
         return restore_message(report, f"before instruction {checkpoint.number} (“{first}”)")
 
+    def forget_saved_files(self) -> None:
+        """Delete this session's saved file contents (the session ends; its checkpoints go
+        with the process that held them)."""
+        import shutil
+
+        try:
+            store = self.store_dir()
+        except Exception:  # no working directory to speak of: nothing was saved
+            return
+        shutil.rmtree(store, ignore_errors=True)
+        try:
+            base = os.path.dirname(store)
+            if set(os.listdir(base)) <= {".gitignore"}:
+                shutil.rmtree(base, ignore_errors=True)
+        except OSError:
+            pass
+        self.checkpoints = []
+
     def checkpoint_named(self, number: int) -> Checkpoint:
         for cp in self.checkpoints:
             if cp.number == number:

@@ -24,6 +24,10 @@ class Checkpoint:
         self.cid = cid
         self.dir = os.path.join(Settings.store, str(cid))
         os.makedirs(self.dir, exist_ok=True)
+        ignore = os.path.join(os.path.dirname(Settings.store), ".gitignore")
+        if not os.path.exists(ignore):  # never committed by accident (like .pytest_cache)
+            with open(ignore, "w") as fh:
+                fh.write("# saved by oi_kernel for %undo; deleted when the session ends\n*\n")
         self.refs = {n: _keep(v) for n, v in public_names(_namespace()).items()}
         self.root = os.getcwd()
         self.files, self.files_complete = scan(self.root)
@@ -75,7 +79,7 @@ class Checkpoint:
         path = os.path.abspath(path)
         if path in self.preimages or path in self.too_big:
             return
-        if not path.startswith(self.root + os.sep) or path.startswith(Settings.store):
+        if not path.startswith(self.root + os.sep) or _ours(path):
             return
         if not os.path.lexists(path):
             self.preimages[path] = None
@@ -226,6 +230,12 @@ class Checkpoint:
 _BY_REFERENCE = (types.FunctionType, type, types.BuiltinFunctionType, types.MethodType)
 _PLAIN = frozenset({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,
                     frozenset, type(None)})
+
+
+def _ours(path):
+    """Files the session writes itself: saved copies, the session log."""
+    mine = [os.path.dirname(Settings.store), *Settings.ignore]
+    return any(path == p or path.startswith(p + os.sep) for p in mine if p)
 
 
 def _keep(value):
