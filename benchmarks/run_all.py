@@ -31,6 +31,7 @@ SECTIONS: dict[str, str] = {
     "5": "benchmarks.memory",
     "6": "benchmarks.tokens",
     "7": "benchmarks.vs_open_interpreter",
+    "8": "benchmarks.sandbox_start",
 }
 
 

@@ -1,13 +1,19 @@
-"""How useful the embedded small model (``local/smollm2``) is on simple one-line tasks.
+"""How useful a small model is on simple one-line tasks: the embedded ``local/smollm2``, and
+the same GGUF served by llama.cpp's OpenAI-compatible server.
 
     python benchmarks/small_model_tasks.py [--mode loop|oneshot|both]
-        [--subset all|dev|tuning|holdout|NAME,...] [--prompt generic|previous|small|all]
-        [-o benchmarks/SMALL_MODEL.md] [--json FILE]
+        [--path embedded|server|both] [--subset all|dev|tuning|holdout|NAME,...]
+        [--prompt generic|previous|small|all] [-o benchmarks/SMALL_MODEL.md] [--json FILE]
 
 ``loop`` (the product): the real Open Interpreter kernel, started by jupyter_client with
-OI_MODEL=local/smollm2, OI_AUTO_RUN=1 and a private OI_LOG_DIR, gets each task as an
-instruction cell. The answer is what the LAST code step of the turn printed (its stdout
-and its ``Out[]`` text, read from iopub); LLM calls per task come from the session log.
+OI_AUTO_RUN=1 and a private OI_LOG_DIR, gets each task as an instruction cell. The answer
+is what the LAST code step of the turn printed (its stdout and its ``Out[]`` text, read
+from iopub); LLM calls per task come from the session log. Two paths (``--path``):
+``embedded`` runs OI_MODEL=local/smollm2 in the kernel's process; ``server`` starts
+``python -m llama_cpp.server`` on the same GGUF (``benchmarks/llama_server.py``: same
+context, threads and seed; needs the ``local-server`` extra) and sets
+OI_MODEL=openai/smollm2 and OI_API_BASE to it, as a user of llama.cpp's server would:
+small-model mode then turns itself on from the name.
 
 ``oneshot`` (the baselines): one request straight to the same llama.cpp model, the first
 code block run once in a plain python3 kernel. Prompts: ``generic`` ("reply with a python
@@ -449,14 +455,16 @@ def report(runs: list[RunSummary], notes: list[str]) -> str:
 # ----------------------------------------------------------------------------- loop mode
 
 
-def _kernel_env(log_dir: str) -> dict[str, str]:
+def _kernel_env(log_dir: str, model: str = "local/smollm2", api_base: str = "") -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith("OI_") and not key.endswith("_API_KEY")
     }
+    if api_base:
+        env["OI_API_BASE"] = api_base
     env.update(
-        OI_MODEL="local/smollm2",
+        OI_MODEL=model,
         OI_AUTO_RUN="1",
         OI_APPROVAL_UI="stdin",
         OI_LOG_DIR=log_dir,
@@ -510,13 +518,34 @@ def _codes_by_turn(records: list[dict[str, Any]]) -> dict[int, list[str]]:
     return codes
 
 
-def run_loop(tasks: list[Task], progress: Callable[[str], None]) -> RunSummary:
+LOOP_LABELS = {
+    "embedded": "loop (kernel, small prompt)",
+    "server": "loop, llama.cpp server (openai/smollm2)",
+}
+
+
+def run_loop(tasks: list[Task], progress: Callable[[str], None],
+             path: str = "embedded") -> RunSummary:
     """Every task as an instruction cell of one Open Interpreter kernel (a %reset between
-    tasks, so each starts from an empty conversation)."""
+    tasks, so each starts from an empty conversation), with the embedded model or with
+    llama.cpp's server on the same GGUF (``path``)."""
+    if path == "server":
+        from benchmarks.llama_server import ALIAS, LlamaServer
+
+        with LlamaServer() as server:
+            progress(f"llama_cpp.server ready in {server.ready_s:.1f} s at {server.url}")
+            env = {"model": f"openai/{ALIAS}", "api_base": server.url}
+            return _run_loop(tasks, progress, env, LOOP_LABELS[path])
+    return _run_loop(tasks, progress, {}, LOOP_LABELS[path])
+
+
+def _run_loop(tasks: list[Task], progress: Callable[[str], None], model: dict[str, str],
+              label: str) -> RunSummary:
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="oi-small-") as tmp:
         log_dir = Path(tmp) / "logs"
-        with BenchKernel("open-interpreter", env=_kernel_env(str(log_dir)), cwd=tmp) as kernel:
+        env = _kernel_env(str(log_dir), **model)
+        with BenchKernel("open-interpreter", env=env, cwd=tmp) as kernel:
             # warm-up turn (loads litellm and the model), not counted: turn 1 in the log
             kernel.run(WARM_UP, timeout=TASK_TIMEOUT_S)
             kernel.run_ok("%reset")
@@ -537,14 +566,15 @@ def run_loop(tasks: list[Task], progress: Callable[[str], None]) -> RunSummary:
                 outcomes.append(outcome)
                 kernel.run_ok("%reset")
                 progress(
-                    f"loop {task.name}: {outcome.solved} {outcome.answer!r} {seconds:.1f}s {error}"
+                    f"{label} {task.name}: {outcome.solved} {outcome.answer!r} {seconds:.1f}s "
+                    f"{error}"
                 )
             records = _turn_records(log_dir)
     calls, codes = _calls_by_turn(records), _codes_by_turn(records)
     for turn, outcome in enumerate(outcomes, start=2):
         outcome.calls = calls.get(turn, 0)
         outcome.codes = codes.get(turn, [])
-    return RunSummary("loop (kernel, small prompt)", outcomes)
+    return RunSummary(label, outcomes)
 
 
 # ----------------------------------------------------------------------------- one-shot mode
@@ -582,10 +612,10 @@ def oneshot_messages(prompt: str, instruction: str) -> list[dict[str, Any]]:
     from oi_kernel.core.engine import Engine
 
     system = prompts.system_prompt(use_tools=False, languages=["python"], cwd=".", small_model=True)
-    examples = examples.closest(instruction, Engine.small_model_examples.default_value)
+    shown = examples.closest(instruction, Engine.small_model_examples.default_value)
     return [
         {"role": "system", "content": system},
-        *examples,
+        *shown,
         {"role": "user", "content": examples.task_with_names(instruction)},
     ]
 
@@ -637,6 +667,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=["loop", "oneshot", "both"], default="both")
     parser.add_argument(
+        "--path",
+        choices=["embedded", "server", "both"],
+        default="both",
+        help="the loop's model: embedded (local/smollm2), llama.cpp's server on the same "
+        "GGUF (openai/smollm2), or both side by side",
+    )
+    parser.add_argument(
         "--subset",
         default="all",
         help="all, dev, tuning (all but the held-out), holdout, or task names a,b,c",
@@ -665,13 +702,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode in ("oneshot", "both"):
         for prompt in PROMPTS if args.prompt == "all" else [args.prompt]:
             runs.append(run_oneshot(tasks, prompt, progress))
+    paths = ["embedded", "server"] if args.path == "both" else [args.path]
     if args.mode in ("loop", "both"):
-        runs.append(run_loop(tasks, progress))
+        from benchmarks.llama_server import available as server_available
+
+        for path in paths:
+            if path == "server" and not server_available():
+                print('skipped the server path: pip install ".[local-server]"')
+                continue
+            runs.append(run_loop(tasks, progress, path))
     command = "python benchmarks/small_model_tasks.py " + " ".join(argv or sys.argv[1:])
     notes = [
         f"`{command.strip()}` · {len(tasks)} tasks · model `local/smollm2` "
         "(SmolLM2-135M-Instruct, llama.cpp, temperature 0, seed 1234, 2 threads)"
     ]
+    if any(r.label == LOOP_LABELS["server"] for r in runs):
+        import llama_cpp
+
+        notes.append(
+            f"Server path: `python -m llama_cpp.server` (llama-cpp-python {llama_cpp.__version__})"
+            " on the same GGUF, `--model_alias smollm2 --n_ctx 4096 --n_threads 2 --seed 1234`;"
+            " the kernel with `OI_MODEL=openai/smollm2 OI_API_BASE=<server>/v1`, small-model "
+            "mode `auto`."
+        )
     text = report(runs, notes)
     print(text)
     if args.output != Path("-"):

@@ -176,7 +176,9 @@ def analyse(turns: list[dict[str, Any]]) -> dict[str, list[float]]:
 
 def measure(turns: int, chunks: int, interval: float) -> dict[str, Any]:
     with stamping_server() as server, scratch_dir() as tmp:
-        env = oi_env(server.url, str(tmp / "logs"))
+        # What a notebook UI sees (the reply's display updated in place): this client opens
+        # no widget comm, so without OI_DISPLAY=live the kernel would print the reply instead.
+        env = oi_env(server.url, str(tmp / "logs"), OI_DISPLAY="live")
         server.enqueue(*[stamped_reply(chunks, interval) for _ in range(turns + 1)])
         per_turn = direct_turns(server.url, turns)
         direct = [x for lat in per_turn for x in lat]

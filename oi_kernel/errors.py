@@ -31,6 +31,10 @@ class NotConfiguredError(ConfigError):
         super().__init__(f"{detail}\n{text}" if detail else text)
 
 
+class PolicyError(ConfigError):
+    """The administrator's policy refuses something; the message names the policy file."""
+
+
 class LLMError(OIError):
     """The LLM call failed; ``partial_text`` keeps what streamed before the failure."""
 
@@ -59,6 +63,11 @@ class LLMStreamCutError(LLMError):
     """The stream ended before the reply was complete."""
 
 
+class LLMToolsUnsupportedError(LLMError):
+    """The server rejected the ``tools`` of the request; the engine asks again without them
+    (fenced code instead), in the same turn."""
+
+
 class ChildKernelError(OIError):
     """The child kernel could not be started or died."""
 
@@ -72,9 +81,11 @@ class ApprovalUnavailableError(OIError):
 
     def __init__(self) -> None:
         super().__init__(
-            "This code was not run: it needs your approval, and this frontend offers neither\n"
-            "widgets nor a stdin prompt. To let the model run code without asking, use\n"
-            "`%auto_run on` in the notebook, or set OI_AUTO_RUN=1 before starting Jupyter."
+            "This code was not run: it needs your approval, and this frontend can ask neither\n"
+            "with the approval card nor on stdin (papermill, nbclient and other batch runs\n"
+            "cannot). To let the model run code without asking, put `%auto_run on` in a cell\n"
+            "before this one, or set OI_AUTO_RUN=1 in the environment that starts the kernel\n"
+            "(Jupyter, papermill, nbclient); `oi-kernel run` does that by default."
         )
 
 

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("OI_TEST_CHROMIUM") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -62,10 +62,13 @@ def write_notebook(path: Path, kernel: str, display_name: str, sources: list[str
 
 
 class LabServer:
-    """``jupyter lab`` as a subprocess; ``url`` once started; ``stop()`` ends it and its kernels."""
+    """``jupyter lab`` (or with ``app="notebook"``, Jupyter Notebook 7) as a subprocess;
+    ``url`` once started; ``stop()`` ends it and its kernels."""
 
-    def __init__(self, base: Path, env: dict[str, str], settings: dict[str, dict[str, Any]]):
+    def __init__(self, base: Path, env: dict[str, str], settings: dict[str, dict[str, Any]],
+                 app: str = "lab"):
         self.base = base
+        self.app = app
         self.root = base / "root"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -87,19 +90,23 @@ class LabServer:
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             **env,
         }
+        module, cls = ("jupyterlab", "LabApp") if app == "lab" else ("notebook", "JupyterNotebookApp")
         self.args = [
-            sys.executable, "-m", "jupyterlab",
+            sys.executable, "-m", module,
             "--no-browser", "--allow-root",
             "--ip=127.0.0.1", f"--port={self.port}", "--port-retries=0",
             "--IdentityProvider.token=", "--ServerApp.password=",
             "--ServerApp.disable_check_xsrf=True",  # loopback test server: lets stop() POST
             f"--ServerApp.root_dir={self.root}",
-            f"--LabApp.user_settings_dir={settings_dir}",
-            f"--LabApp.workspaces_dir={base / 'workspaces'}",
-            "--LabApp.expose_app_in_browser=True",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+            f"--{cls}.user_settings_dir={settings_dir}",
+            f"--{cls}.workspaces_dir={base / 'workspaces'}",
+            f"--{cls}.expose_app_in_browser=True",
         ]  # fmt: skip
+        if app == "lab":
+            self.args += [
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+            ]  # fmt: skip
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 90) -> None:
@@ -122,7 +129,7 @@ class LabServer:
 
     def has_labextension(self, plugin: str) -> bool:
         """Whether the server serves ``plugin``'s settings schema (its extension is installed)."""
-        try:
+        try:  # Notebook 7 serves the settings at the same address
             with urllib.request.urlopen(f"{self.url}/lab/api/settings/{plugin}", timeout=10) as r:
                 return r.status == 200
         except urllib.error.HTTPError:
@@ -166,6 +173,11 @@ class LabServer:
 
 
 def launch_chromium(playwright: Any) -> Any:
+    import pytest
+
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"No Chromium at {CHROMIUM}: `apt-get install chromium` (scripts/test does "
+                    "it), or set OI_TEST_CHROMIUM to one.", pytrace=False)
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 

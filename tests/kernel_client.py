@@ -44,17 +44,24 @@ class CellResult:
 
     @property
     def text(self) -> str:
-        """Everything shown, as plain text (streams, displays, results, errors)."""
-        parts = []
+        """Everything shown, as plain text (streams, displays, results, errors). Consecutive
+        pieces of one stream are joined as a frontend shows them (a reply printed as text
+        arrives in pieces)."""
+        parts: list[str] = []
+        last_stream = None
         for m in self.messages:
             c = m["content"]
             kind = m["header"]["msg_type"]
-            if kind == "stream":
+            stream = c.get("name") if kind == "stream" else None
+            if stream is not None and stream == last_stream:
+                parts[-1] += c["text"]
+            elif stream is not None:
                 parts.append(c["text"])
             elif kind in ("display_data", "update_display_data", "execute_result"):
                 parts.append(c["data"].get("text/plain", ""))
             elif kind == "error":
                 parts.append("\n".join(c["traceback"]) + f"\n{c['ename']}: {c['evalue']}")
+            last_stream = stream
         return "\n".join(parts)
 
 
@@ -64,8 +71,10 @@ class KernelSession:
         kernel_name: str = "open-interpreter",
         env: dict[str, str] | None = None,
         cwd: str | None = None,
+        connection_file: str | None = None,
     ) -> None:
-        self.km = KernelManager(kernel_name=kernel_name)
+        self.km = KernelManager(kernel_name=kernel_name, **(
+            {"connection_file": connection_file} if connection_file else {}))
         full_env = {**os.environ, **(env or {})}
         self.km.start_kernel(env=full_env, cwd=cwd)
         self.kc = self.km.client()

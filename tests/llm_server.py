@@ -4,6 +4,12 @@ Real HTTP (stdlib only), so the real litellm -> openai SDK -> httpx path runs in
 Responses are queued FIFO, one per request; when the queue is empty a fallback answers
 (``text("Done.")`` unless set). Every request body is recorded in order.
 
+The same script also answers in two other providers' wire formats (``tests/provider_wire``):
+Ollama's ``/api/chat`` (with ``/api/show`` and ``/api/tags`` for ``ollama_models``) for
+``ollama_chat/NAME`` with ``api_base=server.root``, and Anthropic's ``/v1/messages`` for
+``anthropic/NAME`` with ``api_base=server.root``. A reply may carry ``reasoning``: sent as
+``reasoning_content`` deltas, Ollama's ``thinking`` or an Anthropic thinking block.
+
 In-process use::
 
     with ScriptedLLMServer() as server:
@@ -30,6 +36,7 @@ import json
 import random
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -39,10 +46,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests import provider_wire as wire
+from tests.provider_wire import DEFAULT_CHUNK  # noqa: F401 (re-exported: S.DEFAULT_CHUNK)
+
 ChunkSize = int | str | None
 Fallback = Callable[[dict], "Response"]
-
-DEFAULT_CHUNK = 4  # characters per delta when no size is given: about one token
 
 
 @dataclass
@@ -71,6 +79,7 @@ class Response:
     stall: float = 0.0
     cut_args_after: int | None = None  # drop the connection inside the tool-call arguments
     finish_reason: str | None = None  # sent instead of "stop"/"tool_calls" (e.g. "length")
+    reasoning: str = ""  # streamed before the text as the model's reasoning
 
     @property
     def output(self) -> str:
@@ -81,11 +90,14 @@ class Response:
 
 
 def text(
-    content: str, chunk_size: ChunkSize = None, delay: float = 0.0, seed: int | None = None
+    content: str, chunk_size: ChunkSize = None, delay: float = 0.0, seed: int | None = None,
+    reasoning: str = "",
 ) -> Response:
     """A plain text reply streamed in pieces of ``chunk_size`` chars (int, "random" = 1..12
-    seeded by ``seed``, None = 4), ``delay`` seconds apart."""
-    return Response(content=content, chunk_size=chunk_size, delay=delay, seed=seed)
+    seeded by ``seed``, None = 4), ``delay`` seconds apart; ``reasoning`` streams first in
+    the provider's reasoning field."""
+    return Response(content=content, chunk_size=chunk_size, delay=delay, seed=seed,
+                    reasoning=reasoning)
 
 
 def tool_call(
@@ -102,10 +114,12 @@ def tool_call(
     return Response(content=text, calls=[Call(arguments, name, call_id, args_chunk_size)])
 
 
-def tool_calls(calls: list[Call | dict | tuple], text: str = "") -> Response:
+def tool_calls(calls: list[Call | dict | tuple], text: str = "", chunk_size: ChunkSize = None,
+               seed: int | None = None) -> Response:
     """Several calls in one reply. Items are ``Call``s, dicts ``{"code", "language", "name",
     "call_id", "args_chunk_size"}`` or ``(code, language)`` tuples."""
-    return Response(content=text, calls=[_as_call(c) for c in calls])
+    return Response(content=text, calls=[_as_call(c) for c in calls], chunk_size=chunk_size,
+                    seed=seed)
 
 
 def raw_tool_call(
@@ -203,12 +217,7 @@ def rules_fallback(rules: list[dict], default: Response | None = None) -> Fallba
 # ----------------------------------------------------------------------------- wire format
 
 
-def _pieces(s: str, size: ChunkSize, rng: random.Random) -> Iterator[str]:
-    i = 0
-    while i < len(s):
-        n = rng.randint(1, 12) if size == "random" else int(size or DEFAULT_CHUNK)
-        yield s[i : i + max(1, n)]
-        i += max(1, n)
+_pieces = wire.pieces
 
 
 def usage_for(body: dict, response: Response) -> dict:
@@ -245,6 +254,8 @@ def stream_deltas(response: Response) -> Iterator[dict]:
     """The ``delta`` objects of a streamed reply, in order (without the final empty one)."""
     rng = random.Random(response.seed)
     yield {"role": "assistant", "content": ""}
+    for piece in _pieces(response.reasoning, response.chunk_size, rng):
+        yield {"reasoning_content": piece}
     for piece in _pieces(response.content, response.chunk_size, rng):
         yield {"content": piece}
     for index, call in enumerate(response.calls):
@@ -304,7 +315,12 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0].rstrip("/")
         if path in ("/v1/models", "/models"):
             model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "scripted"}
+            if owner.model_meta:
+                model["meta"] = owner.model_meta
+            model.update(owner.model_fields)
             self._json(200, {"object": "list", "data": [model]})
+        elif path == "/api/tags":
+            self._json(200, wire.ollama_tags(owner.ollama_models))
         elif path == "/_requests":
             self._json(200, owner.requests)
         else:
@@ -327,6 +343,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(400, _error_body(400, f"Invalid 'messages': {problem}"))
                 return
             self._answer(body, owner._next_response(body))
+        elif path == "/api/chat":
+            self._answer_ollama(body, owner._next_response(body, path))
+        elif path == "/api/show":
+            owner._record_side(path, body)
+            self._json(*wire.ollama_show(owner.ollama_models, str(body.get("model") or
+                                                                  body.get("name") or "")))
+        elif path == "/v1/messages":
+            self._answer_anthropic(body, owner._next_response(body, path))
         elif path == "/_script":
             try:
                 owner.load_script(body)
@@ -353,6 +377,61 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(body, response)
         else:
             self._json(200, completion_object(body, response), response.headers)
+
+    def _answer_ollama(self, body: dict, response: Response) -> None:
+        if response.stall and self.server.owner._stopping.wait(response.stall):
+            return
+        if response.status >= 400:
+            self._json(response.status, wire.ollama_error(response.message), response.headers)
+            return
+        lines = list(wire.ollama_lines(body, response))
+        if body.get("stream") is False:
+            merged = {**lines[-1], "message": {
+                "role": "assistant", "content": response.content,
+                **({"thinking": response.reasoning} if response.reasoning else {}),
+                **({"tool_calls": lines[-2]["message"]["tool_calls"]} if response.calls else {})}}
+            self._json(200, merged)
+            return
+        self._start_stream("application/x-ndjson", response)
+        try:
+            for line in lines:
+                self._write_chunk(json.dumps(line).encode() + b"\n")
+                if response.delay and self.server.owner._stopping.wait(response.delay):
+                    return
+            self._write_chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            self.server.owner._note_disconnect(body)
+
+    def _answer_anthropic(self, body: dict, response: Response) -> None:
+        if response.stall and self.server.owner._stopping.wait(response.stall):
+            return
+        if response.status >= 400:
+            self._json(response.status, wire.anthropic_error(response.status, response.message),
+                       response.headers)
+            return
+        if not body.get("stream"):
+            self._json(400, wire.anthropic_error(400, "the scripted server only streams"))
+            return
+        self._start_stream("text/event-stream; charset=utf-8", response)
+        try:
+            for kind, data in wire.anthropic_events(body, response):
+                self._write_chunk(wire.sse_event(kind, data))
+                if response.delay and self.server.owner._stopping.wait(response.delay):
+                    return
+            self._write_chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            self.server.owner._note_disconnect(body)
+
+    def _start_stream(self, content_type: str, response: Response) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for key, value in response.headers.items():
+            self.send_header(key, value)
+        self.end_headers()
 
     def _stream(self, body: dict, response: Response) -> None:
         chunks = _Chunks(body.get("model", "scripted"))
@@ -485,6 +564,12 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     owner: ScriptedLLMServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that closed its connection (a reply it stopped reading) is not news."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class ScriptedLLMServer:
     """An OpenAI-compatible server answering from a script; see the module docstring."""
@@ -498,6 +583,13 @@ class ScriptedLLMServer:
         self._disconnected: list[dict] = []
         # When True, requests OpenAI would reject (see conversation_problem) get HTTP 400.
         self.validate = False
+        # Ollama's /api/show and /api/tags: name -> {"parameter_size": "1.5B",
+        # "parameter_count": int, "context_length": int, "capabilities": [...], "family": ...}
+        self.ollama_models: dict[str, dict[str, Any]] = {}
+        self.model_meta: dict[str, Any] = {}  # /v1/models "meta" (llama.cpp: n_params, ...)
+        self.model_fields: dict[str, Any] = {}  # more /v1/models fields (owned_by, ...)
+        self._paths: list[str] = []  # the path of each recorded chat request
+        self._side: list[tuple[str, dict]] = []  # /api/show requests
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -506,6 +598,11 @@ class ScriptedLLMServer:
     def url(self) -> str:
         """The API base, e.g. ``http://127.0.0.1:PORT/v1``."""
         return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def root(self) -> str:
+        """The server's root (the api_base for ``ollama_chat/`` and ``anthropic/``)."""
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> ScriptedLLMServer:
         self._stopping.clear()
@@ -569,8 +666,13 @@ class ScriptedLLMServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._paths.clear()
+            self._side.clear()
             self._disconnected.clear()
             self._fallback = None
+            self.ollama_models = {}
+            self.model_meta = {}
+            self.model_fields = {}
 
     @property
     def queued(self) -> int:
@@ -582,6 +684,22 @@ class ScriptedLLMServer:
         """A copy of every chat request body received, oldest first."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def request_paths(self) -> list[str]:
+        """The path of each chat request (``/v1/chat/completions``, ``/api/chat``, ...)."""
+        with self._lock:
+            return list(self._paths)
+
+    @property
+    def side_requests(self) -> list[tuple[str, dict]]:
+        """``(path, body)`` of each request that is not a chat (``/api/show``)."""
+        with self._lock:
+            return list(self._side)
+
+    def _record_side(self, path: str, body: dict) -> None:
+        with self._lock:
+            self._side.append((path, body))
 
     @property
     def disconnected(self) -> list[dict]:
@@ -601,14 +719,16 @@ class ScriptedLLMServer:
                 raise TimeoutError(f"expected {n} requests, got {len(self._requests)}")
             return list(self._requests)
 
-    def _record(self, body: dict) -> None:
+    def _record(self, body: dict, path: str = "/v1/chat/completions") -> None:
         with self._lock:
             self._requests.append(body)
+            self._paths.append(path)
             self._lock.notify_all()
 
-    def _next_response(self, body: dict) -> Response:
+    def _next_response(self, body: dict, path: str = "/v1/chat/completions") -> Response:
         with self._lock:
             self._requests.append(body)
+            self._paths.append(path)
             self._lock.notify_all()
             if self._queue:
                 return self._queue.popleft()

@@ -149,6 +149,24 @@ def test_instruction_card_run_and_output(lab: Lab, lab_server: LabServer, llm):
     assert len(llm.requests) == 2  # the output went back, the model answered once more
 
 
+def test_fenced_reply_shows_each_proposal_once(lab: Lab, lab_server: LabServer, llm):
+    """A markdown-style reply: its fenced copy folds to one line once the card shows the
+    block; after Run, the decided record keeps the code: on screen once (issue 19)."""
+    write_notebook(lab_server.root / "fenced.ipynb", *OI_KERNEL, [])
+    llm.enqueue(S.text(f"I will multiply them.\n```python\n{CODE}\n```\n", chunk_size=6),
+                S.text(FINAL))
+    lab.open_notebook("fenced.ipynb")
+    card = run_instruction_until_card(lab, "multiply six by seven")
+    lab.cell(0).get_by_text("▸ python, 1 line: step 1, below").wait_for()
+    lab.screenshot("browser-fenced-card.png")
+    card.locator("button.oi-run").click()
+    expect_step_ran(lab, 0)
+    lab.cell(0).get_by_text(FINAL).wait_for()
+    shown = lab.cell(0).locator(".jp-OutputArea").inner_text()
+    assert shown.count(CODE) == 1, shown
+    lab.screenshot("browser-fenced-ran.png")
+
+
 # ---------------------------------------------------------------- issue 7
 
 
@@ -236,3 +254,64 @@ def test_oi_magic_card_run_output_and_inserted_cell(lab: Lab, lab_server: LabSer
     assert status.inner_text().startswith("openai/scripted · ")
     assert "0 in / 0 out" not in status.inner_text()  # the turn's tokens were pushed
     lab.screenshot("browser-magic-insert.png")
+
+
+# ---------------------------------------------------------------- issue 24
+
+
+def test_sandbox_grants_show_in_the_status_item(lab: Lab, lab_server: LabServer, tmp_path):
+    from oi_kernel.execution import sandbox
+
+    if sandbox.probe():
+        pytest.skip(f"no sandbox here: {sandbox.probe()}")
+    data = tmp_path / "granted-data"
+    data.mkdir()
+    (data / "table.csv").write_text("a,b\n1,2\n")
+    cells = ["%sandbox on", f"%sandbox allow {data}",
+             f"%%python\nprint(open({str(data / 'table.csv')!r}).read())"]
+    write_notebook(lab_server.root / "sandbox.ipynb", *OI_KERNEL, cells)
+    lab.open_notebook("sandbox.ipynb")
+    status = lab.page.locator(".oi-StatusItem")
+    status.wait_for()
+    assert "sandbox" not in status.inner_text()
+    lab.command("notebook:run-all-cells")
+    stdout_with(lab, 2, "1,2").wait_for()
+    lab.page.wait_for_function(
+        "() => (document.querySelector('.oi-StatusItem') || {}).textContent?.endsWith('sandbox +1')"
+    )
+    assert f"Sandbox: on\n  may read: {data}" in status.get_attribute("title")
+    lab.cell(1).get_by_text("read-only grants").wait_for()
+    assert "variables from before are gone" in lab.cell(1).inner_text()
+    lab.wait_kernel_idle()
+    lab.screenshot("browser-sandbox-grants.png")
+
+
+# ---------------------------------------------------------------- issue 23
+
+
+def test_thinking_collapsed_and_a_recognised_bare_reply(lab: Lab, lab_server: LabServer, llm):
+    """A small model (the server reports 1.5B parameters) thinks, then answers with bare
+    code: the thinking is collapsed, the card says the code was recognised."""
+    llm.model_meta = {"n_params": 1_543_714_304}
+    thought = "The user wants six times seven. I will print 6 * 7."
+    llm.enqueue(S.text(CODE, reasoning=thought))
+    write_notebook(lab_server.root / "small.ipynb", *OI_KERNEL, [])
+    lab.open_notebook("small.ipynb")
+
+    card = run_instruction_until_card(lab, "What is six times seven?")
+    assert "recognised as code" in card.locator(".oi-recognised").inner_text()
+    thinking = lab.cell(0).locator("details.oi-thinking")
+    thinking.wait_for()
+    assert thinking.get_attribute("open") is None  # collapsed
+    assert thinking.locator("summary").inner_text().startswith("thinking · 12 words")
+    assert not thinking.locator("pre").is_visible()
+    assert lab.cell(0).get_by_text("Small-model mode is on").count() == 1
+    lab.screenshot("browser-small-model-card.png")
+    card.locator("button.oi-run").click()
+    expect_step_ran(lab, 0)
+    assert "recognised as code" in lab.cell(0).locator(".oi-card-decided").inner_text()
+    lab.wait_kernel_idle()
+    thinking.locator("summary").click()  # opened on demand
+    assert thinking.locator("pre").inner_text() == thought
+    lab.screenshot("browser-small-model-thinking-open.png")
+    assert len(llm.requests) == 1  # the code printed a result: a small model's turn ends

@@ -4,6 +4,7 @@ comm and clicks buttons by sending the comm messages JupyterLab would send)."""
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 import uuid
@@ -124,6 +125,42 @@ def test_run_click_runs_exactly_the_shown_code(oi, _server):
     rec = records(result)
     assert len(rec) == 1 and "approved" in rec[0] and "ran-after-click" in rec[0]
     assert 'class="oi-code-ran"' in rec[0]
+
+
+def final_texts(result: CellResult) -> list[str]:
+    """What the cell shows at the end: each output's last version (displays updated in
+    place by display_id), as markdown, html or plain text; a pending card as its model."""
+    slots: list[list[str]] = []
+    by_id: dict[str, list[str]] = {}
+    for m in result.of_type("display_data", "update_display_data", "stream"):
+        c = m["content"]
+        if m["header"]["msg_type"] == "stream":
+            slots.append([c["text"]])
+            continue
+        data = c["data"]
+        text = data.get("text/markdown") or data.get("text/html") or data.get("text/plain", "")
+        display_id = (c.get("transient") or {}).get("display_id")
+        if m["header"]["msg_type"] == "update_display_data":
+            by_id[display_id][0] = text
+        else:
+            slots.append([text])
+            by_id[display_id or ""] = slots[-1]
+    return [slot[0] for slot in slots]
+
+
+def test_each_proposal_is_shown_once_in_a_notebook(oi, _server):
+    """Markdown mode: the reply's fenced code is folded once the card shows it; the decided
+    record keeps the code that ran (so the code is on screen once, not two or three times)."""
+    code = "print('shown-once-' + 'x')"
+    _server.enqueue(S.text(f"I will print it.\n```python\n{code}\n```\nThat is all.",
+                           chunk_size=7), S.text("done"))
+    result, fe = run_with(oi, [("oi-run", None)])  # a fenced block in text: markdown style
+    assert fe.cards_seen == 1 and result.stdout == "shown-once-x\n"
+    final = final_texts(result)
+    assert sum(html.unescape(text).count(code) for text in final) == 1, final
+    assert "*▸ python, 1 line: step 1, below*" in final[0]
+    assert "I will print it." in final[0] and "That is all." in final[0]
+    assert [t for t in final if "oi-card-decided" in t and code in html.unescape(t)]
 
 
 def test_skip_runs_nothing_and_tells_the_llm(oi, _server):

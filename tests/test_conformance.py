@@ -28,6 +28,9 @@ class OpenInterpreterKernelTests(jkt.KernelTests):
     code_clear_output = "%%python\nfrom IPython.display import clear_output\nclear_output()"
     completion_samples = [{"text": "%%python\nimport collections\ncollections.OrderedD", "matches": {"OrderedDict"}}]
     code_inspect_sample = "%%python\nprint"
-    complete_code_samples = ["plot revenue by month", "%%python\nx = (1,", "what is 2+2?"]
+    complete_code_samples = ["plot revenue by month", "what is 2+2?", "%%python\nx = 1",
+                             "%model", "!ls"]
+    incomplete_code_samples = ["%%python", "%%python\nx = (1,", "%%python\nfor i in x:",
+                               "%%bash", "%%bash\nls"]
     code_history_pattern = "%%python\n6*"
     supported_history_operations = ("tail", "range", "search")

@@ -170,3 +170,14 @@ def test_the_wrapper_offers_no_subshells(ks):
     reply = replies(ks, [msg_id])[msg_id]
     assert "kernel subshells" not in reply["content"].get("supported_features", [])
     assert reply["content"]["implementation"] == "oi_kernel"
+
+
+def test_other_cell_magics_run_in_the_child_without_the_model(ks, _server):
+    _server.reset()
+    result = ks.execute("%%bash\necho from-bash-$((6 * 7))")
+    assert result.status == "ok", result.text
+    assert result.stdout == "from-bash-42\n"
+    html = ks.execute("%%html\n<b>bold</b>")
+    shown = [m["content"]["data"]["text/html"] for m in html.of_type("display_data")]
+    assert [text.strip() for text in shown] == ["<b>bold</b>"]
+    assert _server.requests == []  # neither went to the model

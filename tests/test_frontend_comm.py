@@ -150,6 +150,7 @@ def test_open_pushes_status_at_once(frontend):
     assert status["kernel"] == "open-interpreter"
     assert status["approval"] == "never"  # OI_AUTO_RUN=1
     assert status["sandbox"] is False
+    assert status["sandbox_read"] == [] and status["sandbox_write"] == []
     assert set(status) >= {"prompt_tokens", "completion_tokens", "cost", "turns"}
 
 

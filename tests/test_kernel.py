@@ -84,7 +84,8 @@ def test_markdown_mode_runs_fenced_blocks(kernel, _server, tmp_path):
         )
         result = ks.execute("what is six times seven")
         assert result.status == "ok"
-        assert result.stdout == "42\n"
+        # No widget frontend: the reply is printed as it streams, around the code's output.
+        assert result.stdout == "Let me compute.\n```python\nprint(6 * 7)\n```\n42\nIt is 42.\n"
         assert "tools" not in _server.requests[0]
         assert "42" in _server.requests[1]["messages"][-1]["content"]
 
@@ -192,10 +193,11 @@ def test_stdin_approval(oi, _server, answers, ran, told):
     _server.enqueue(S.tool_call("print('approved-ran')"), S.text("done"))
     result = oi.execute("do it", stdin=answers)
     assert result.prompts and "Run this code?" in result.prompts[0]
+    assert "print('approved-ran')" in result.prompts[0]  # the prompt shows what it asks about
     if ran:
-        assert result.stdout == f"{ran}\n"
+        assert result.stdout == f"{ran}\ndone\n"  # then the model's last reply, as text
     else:
-        assert result.stdout == ""
+        assert result.stdout == "done\n"
         assert told in sent_tool_results(_server.requests[1])[0]
 
 
@@ -265,3 +267,24 @@ def test_log_rebuilds_every_request_the_llm_received(oi, _server):
     assert [essence(r) for r in rebuilt] == [essence(m) for m in sent]
     last = [r for r in records if r["event"] == "llm_request"][-1]
     assert last["messages_before"] > 0 and len(last["messages"]) < len(rebuilt[-1])
+
+
+def test_display_mode_text_prints_the_reply_and_live_updates_it_in_place(oi, _server):
+    """A client without widgets gets the reply printed (all of it, in order); `%display live`
+    streams it into one display updated in place, as a notebook UI shows it."""
+    reply = "Counting to three: one, two, three. " * 3
+    _server.enqueue(S.text(reply, chunk_size=5, delay=0.01))
+    printed = oi.execute("count")
+    assert printed.stdout == reply + "\n"
+    assert printed.of_type("update_display_data") == []
+    try:
+        assert "`live`" in oi.execute("%display live").text
+        _server.enqueue(S.text(reply, chunk_size=5, delay=0.01))
+        live = oi.execute("count again")
+        assert live.stdout == ""
+        updates = live.of_type("update_display_data")
+        assert updates and updates[-1]["content"]["data"]["text/markdown"] == reply
+    finally:
+        oi.execute("%display auto")
+    bad = oi.execute("%display sideways")
+    assert bad.status == "error" and "auto|live|text" in bad.reply["content"]["evalue"]

@@ -248,7 +248,7 @@ def test_a_100_mb_print_reaches_the_user_and_only_head_and_tail_reach_the_llm(oi
 
     result = oi.execute("print a lot", timeout=300, on_message=count)
     assert result.status == "ok"
-    assert seen[0] == 100_000_011  # the user sees all of it
+    assert seen[0] == 100_000_011 + len("ok\n")  # the user sees all of it (and the reply)
     told = sent_tool_results(_server.requests[1])[0]
     assert len(told) < 10_000 and told.startswith("start-") and told.endswith("-end")
     log_path = Path(oi.execute("%log").text.split("`")[1])

@@ -422,7 +422,10 @@ def test_resolved_model(model: str, api_base: str, expected: str) -> None:
 
 def test_uses_tools() -> None:
     local = "http://127.0.0.1:8000/v1"
-    assert LLM(model="llama3.1", api_base=local).uses_tools()
+    assert LLM(model="my-model", api_base=local).uses_tools()
+    assert not LLM(model="llama3.1", api_base=local).uses_tools()  # 8B: small-model mode
+    assert LLM(model="llama3.1", api_base=local, small_model="off").uses_tools()
+    assert LLM(model="llama3.1", api_base=local, tool_mode="tools").uses_tools()
     assert LLM(model="gpt-4o-mini").uses_tools()
     assert not LLM(model="no-such-provider-model").uses_tools()
     assert not LLM(model="gpt-4o-mini", tool_mode="markdown").uses_tools()

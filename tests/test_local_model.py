@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from oi_kernel.core.codeblocks import first_block_end
 from oi_kernel.errors import ConfigError, NotConfiguredError
 from oi_kernel.llm import local as local_model
 from oi_kernel.llm.client import LLM
@@ -123,7 +124,7 @@ def test_explicit_local_model_without_the_extra(monkeypatch):
     ],
 )
 def test_reply_ends_after_the_first_code_block(text, kept):
-    end = local_model._block_end(text)
+    end = first_block_end(text)
     assert (text[:end] if end is not None else None) == kept
 
 
@@ -203,7 +204,7 @@ def test_openai_compatible_server_needs_no_provider_prefix(bare_env, llm_server,
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         result = ks.execute("what is six times seven", timeout=60)
     assert result.status == "ok", result.text
-    assert result.stdout == "42\n"
+    assert result.stdout == "42\nIt is 42.\n"  # the reply is printed: no widget frontend
     assert [r["model"] for r in llm_server.requests] == ["mymodel", "mymodel"]
     assert "tools" in llm_server.requests[0]  # an explicit server is assumed to call tools
 
@@ -267,22 +268,31 @@ def fake_ollama() -> Iterator[_FakeOllama]:
         server.server_close()
 
 
-def test_ollama_model_through_api_base(bare_env, fake_ollama, tmp_path):
+@pytest.mark.parametrize("small", ["auto", "off"])
+def test_ollama_model_through_api_base(bare_env, fake_ollama, tmp_path, small):
     env = {
-        "OI_MODEL": "ollama/llama3.1",
+        "OI_MODEL": "ollama/llama3.1",  # 8B by default: small-model mode unless turned off
         "OI_API_BASE": fake_ollama.url,
         "OI_LOG_DIR": str(tmp_path / "logs"),
         "OI_AUTO_RUN": "1",
+        "OI_SMALL_MODEL": small,
     }
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         result = ks.execute("what is six times seven", timeout=60)
     assert result.status == "ok", result.text
-    assert result.stdout == "42\n"
+    assert result.stdout == "Here:\n```python\nprint(6 * 7)\n```\n42\nIt is 42.\n"
     generate = [body for path, body in fake_ollama.requests if path == "/api/generate"]
-    assert len(generate) == 2
     assert generate[0]["model"] == "llama3.1"
     assert "what is six times seven" in generate[0]["prompt"]
-    assert "42" in generate[1]["prompt"]  # the step's output went back to the model
+    shows = [body for path, body in fake_ollama.requests if path == "/api/show"]
+    assert shows == [{"model": "llama3.1"}]  # asked once, by us (litellm was told the answer)
+    if small == "auto":  # the code ran cleanly and printed a result: the turn is done
+        assert len(generate) == 1
+        assert "You write one short Python code block" in generate[0]["prompt"]
+        assert "Small-model mode is on" in result.text
+    else:
+        assert len(generate) == 2
+        assert "42" in generate[1]["prompt"]  # the step's output went back to the model
 
 
 # ----------------------------------------------------------------------------- the real model

@@ -360,8 +360,8 @@ def test_stdin_approval_when_asked_for(_server, tmp_path):
         assert result.status == "ok", result.text
         assert result.prompts and "Run this code?" in result.prompts[0]
         assert clicker.cards == 0
-        assert result.stdout == "approved-on-stdin\n"
-        assert "print('approved-on-stdin')" in result.text  # the code was shown before asking
+        assert result.stdout == "approved-on-stdin\ndone\n"  # the reply printed: a stdin frontend
+        assert "print('approved-on-stdin')" in result.prompts[0]  # the question shows the code
         _server.enqueue(S.tool_call("print('needs-approval')"))
         refused = ks.execute("%%oi\nno stdin here")  # a frontend that cannot answer
         assert refused.reply["content"]["ename"] == "ApprovalUnavailableError"

@@ -5,8 +5,10 @@ kernelspec installed by ``oi-kernel install --profile``, both talking to the scr
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -432,7 +434,10 @@ def test_profile_sandbox_restarts_the_child_confined(llm_server, tmp_path):
 
     if probe():
         pytest.skip(f"no sandbox here: {probe()}")
-    write_profile(tmp_path / ".oi" / "profiles", "boxed", "sandbox: true\n")
+    data = Path(tempfile.mkdtemp(prefix="oi-granted-", dir="/var/tmp"))  # outside the view
+    (data / "table.csv").write_text("a,b\n1,2\n")
+    write_profile(tmp_path / ".oi" / "profiles", "boxed",
+                  f"sandbox: true\nsandbox_read_paths: [{data}]\n")
     with KernelSession(env=profile_env(llm_server, tmp_path), cwd=str(tmp_path)) as ks:
         assert ks.execute("%%python\nbefore = 1").status == "ok"
         applied = ks.execute("%profile boxed")
@@ -441,6 +446,12 @@ def test_profile_sandbox_restarts_the_child_confined(llm_server, tmp_path):
         interfaces = "import socket\nprint(sorted(n for _, n in socket.if_nameindex()))"
         assert ks.execute(f"%%python\n{interfaces}").stdout == "['lo']\n"  # no network
         assert ks.execute("%%python\nprint('before' in dir())").stdout == "False\n"
-        assert "| `sandbox` | on | profile boxed |" in ks.execute("%profile").text
+        shown = ks.execute("%profile").text
+        assert "| `sandbox` | on | profile boxed |" in shown
+        assert f"| `sandbox_read_paths` | {data} | profile boxed |" in shown
+        read = ks.execute(f"%%python\nprint(open({str(data / 'table.csv')!r}).read())")
+        assert read.stdout == "a,b\n1,2\n\n"  # granted by the profile
         cleared = ks.execute("%profile --clear")
         assert "`sandbox`: on → off" in cleared.text and "restarted" in cleared.text
+        assert f"`sandbox_read_paths`: {data} → (none)" in cleared.text
+    shutil.rmtree(data, ignore_errors=True)

@@ -258,7 +258,7 @@ def test_fenced_block_cut_by_the_token_limit_is_not_run(_server, tmp_path):
         _server.enqueue(dataclasses.replace(S.text(reply), finish_reason="length"), S.text("Ok."))
         result = ks.execute("two steps")
         assert result.status == "ok"
-        assert result.stdout == "first\n"
+        assert result.stdout == reply + "\nfirst\nOk.\n"  # the replies printed around the step
         assert not marker.exists()
         assert "cut off and was not run" in result.text
         told = _server.requests[1]["messages"][-1]
@@ -277,7 +277,7 @@ def test_fenced_block_cut_by_the_token_limit_is_not_run(_server, tmp_path):
 def test_unambiguous_tool_arguments_are_repaired(oi, _server, raw):
     _server.enqueue(S.raw_tool_call(raw), S.text("42 it is."))
     result = oi.execute("multiply")
-    assert result.stdout == "42\n"
+    assert result.stdout == "42\n42 it is.\n"
     assert sent_tool_results(_server.requests[1]) == ["42"]
     assert_alive(oi)
 
@@ -644,7 +644,7 @@ def test_two_kernels_at_once_are_independent(_server, tmp_path):
         for thread in threads:
             thread.join(60)
         for name, ks in sessions.items():
-            assert results[name].stdout == f"{name}\n"
+            assert results[name].stdout == f"{name}\nSet: {name}\n"
             assert ks.execute("%%python\nprint(owner)").stdout == f"{name}\n"
             assert_alive(ks)
         for body in _server.requests:  # each conversation only ever saw its own instruction
@@ -798,7 +798,8 @@ def test_200_turns_stay_fast_bounded_and_consistent(_server, tmp_path):
                 started = time.monotonic()
                 result = ks.execute(f"compute turn {n}")
                 latencies.append(time.monotonic() - started)
-                assert result.status == "ok" and result.stdout == f"{n * 2}\n", result.text
+                expected = f"{n * 2}\nTurn done: {n * 2}\n"  # the output, then the reply
+                assert result.status == "ok" and result.stdout == expected, result.text
                 if n == 0:
                     rss_start = rss_mb(wrapper)
             rss_end = rss_mb(wrapper)

@@ -194,7 +194,8 @@ class _ScriptedLLM(LLM):
     async def prepare(self) -> None:
         return None
 
-    async def stream(self, messages, tools, on_text=None, on_retry=None, sampling=None) -> Reply:
+    async def stream(self, messages, tools, on_text=None, on_retry=None, sampling=None,
+                     on_reasoning=None) -> Reply:
         self.requests.append(messages)
         self.samplings.append(sampling)
         return Reply(self.replies.pop(0))

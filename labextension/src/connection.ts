@@ -4,7 +4,7 @@
  * the kernel's messages, and turning export/verify into promises.
  */
 
-import { ISessionContext } from '@jupyterlab/apputils';
+import { ISessionContext, Notification } from '@jupyterlab/apputils';
 import { Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import { JSONObject, UUID } from '@lumino/coreutils';
@@ -197,6 +197,9 @@ export class OIConnection implements IDisposable {
       case 'status':
         this._status = message;
         this._statusChanged.emit(message);
+        if (message.error) {
+          Notification.error(message.error, { autoClose: 10000 });
+        }
         break;
       case 'code_ran':
         this._codeRan.emit(message);

@@ -17,6 +17,9 @@ export const KERNEL_NAME = 'open-interpreter';
 
 export type ApprovalPolicy = 'always' | 'risky' | 'never';
 
+/** Where code runs: a child kernel here, sandboxed, on a gateway, or the notebook's own. */
+export type Placement = 'local' | 'sandbox' | 'gateway' | 'shell';
+
 // ---------------------------------------------------------------------------
 // Kernel -> frontend
 // ---------------------------------------------------------------------------
@@ -29,8 +32,24 @@ export interface IStatusMessage {
   cost: number | null;
   approval: ApprovalPolicy;
   sandbox: boolean;
+  /** Paths the sandboxed child may read / read and write besides its workspace. */
+  sandbox_read: string[];
+  sandbox_write: string[];
   turns: number;
   kernel: 'open-interpreter' | 'ipython-magic';
+  /** Where code runs (kernels before 0.2 send none: derived from `sandbox`). */
+  child: Placement;
+  /** The same in words, e.g. "on the gateway http://gw:8888 (kernel 1234)". */
+  child_where: string;
+  gateway_url: string;
+  /** The administrator's policy files in force (empty: no policy). */
+  policy: string[];
+  /** Its rules in words. */
+  policy_rules: string[];
+  /** A policy file could not be read fully: the kernel is in its strictest mode. */
+  policy_strict: boolean;
+  /** Why the last `set_model` was refused ('' when it was not). */
+  error: string;
 }
 
 export interface IExportResult {
@@ -141,6 +160,14 @@ function int(data: Json, key: string): number {
 }
 
 const APPROVALS: ApprovalPolicy[] = ['always', 'risky', 'never'];
+const PLACEMENTS: Placement[] = ['local', 'sandbox', 'gateway', 'shell'];
+
+function strings(data: Json, key: string): string[] {
+  const value = data[key];
+  return Array.isArray(value)
+    ? value.filter((v): v is string => typeof v === 'string')
+    : [];
+}
 const CELL_STATUSES: VerifyCellStatus[] = [
   'same',
   'different',
@@ -148,6 +175,7 @@ const CELL_STATUSES: VerifyCellStatus[] = [
   'skipped'
 ];
 
+/** The strings of a list (anything else: none). */
 function parseStatus(data: Json): IStatusMessage | null {
   if (typeof data.model !== 'string') {
     return null;
@@ -156,6 +184,11 @@ function parseStatus(data: Json): IStatusMessage | null {
   const approval = APPROVALS.includes(data.approval as ApprovalPolicy)
     ? (data.approval as ApprovalPolicy)
     : 'always';
+  const sandbox = data.sandbox === true;
+  const kernel =
+    data.kernel === 'ipython-magic' ? 'ipython-magic' : 'open-interpreter';
+  const fallback: Placement =
+    kernel === 'ipython-magic' ? 'shell' : sandbox ? 'sandbox' : 'local';
   return {
     type: 'status',
     model: data.model,
@@ -163,10 +196,20 @@ function parseStatus(data: Json): IStatusMessage | null {
     completion_tokens: int(data, 'completion_tokens'),
     cost: typeof cost === 'number' && Number.isFinite(cost) ? cost : null,
     approval,
-    sandbox: data.sandbox === true,
+    sandbox,
+    sandbox_read: strings(data, 'sandbox_read'),
+    sandbox_write: strings(data, 'sandbox_write'),
     turns: int(data, 'turns'),
-    kernel:
-      data.kernel === 'ipython-magic' ? 'ipython-magic' : 'open-interpreter'
+    kernel,
+    child: PLACEMENTS.includes(data.child as Placement)
+      ? (data.child as Placement)
+      : fallback,
+    child_where: str(data, 'child_where'),
+    gateway_url: str(data, 'gateway_url'),
+    policy: strings(data, 'policy'),
+    policy_rules: strings(data, 'policy_rules'),
+    policy_strict: data.policy_strict === true,
+    error: str(data, 'error')
   };
 }
 
@@ -377,7 +420,8 @@ export function approvalLabel(policy: ApprovalPolicy): string {
 
 /**
  * One-line status bar text, e.g.
- * "gpt-4o-mini · 1.2k in / 340 out · $0.0021 · ask each · sandbox".
+ * "gpt-4o-mini · 1.2k in / 340 out · $0.0021 · ask each · sandbox +2 · policy"
+ * (+2: paths granted to the sandbox besides its workspace).
  */
 export function formatStatus(status: IStatusMessage): string {
   const parts = [
@@ -391,10 +435,60 @@ export function formatStatus(status: IStatusMessage): string {
     parts.push(cost);
   }
   parts.push(approvalLabel(status.approval));
-  if (status.sandbox) {
-    parts.push('sandbox');
+  if (status.child === 'gateway') {
+    parts.push('gateway');
+  } else if (status.sandbox || status.child === 'sandbox') {
+    const grants = status.sandbox_read.length + status.sandbox_write.length;
+    parts.push(grants ? `sandbox +${grants}` : 'sandbox');
+  }
+  if (status.policy.length > 0) {
+    parts.push(status.policy_strict ? 'policy ⚠' : 'policy');
   }
   return parts.join(' · ');
+}
+
+/** Tooltip lines for the sandbox's grants (kept while it is off, so shown then too). */
+function sandboxGrants(status: IStatusMessage): string[] {
+  const lines: string[] = [];
+  if (status.sandbox_read.length) {
+    lines.push(`  may read: ${status.sandbox_read.join(', ')}`);
+  }
+  if (status.sandbox_write.length) {
+    lines.push(`  may write: ${status.sandbox_write.join(', ')}`);
+  }
+  return lines;
+}
+
+/** Where code runs and what confines it, for the tooltip. */
+function placementLines(status: IStatusMessage): string[] {
+  switch (status.child) {
+    case 'gateway':
+      return [
+        `Code runs: in a child kernel ${status.child_where || 'on a gateway'}`,
+        "Sandbox: the gateway's job (its kernelspec)"
+      ];
+    case 'shell':
+      return ["Code runs: in this notebook's own kernel"];
+    default:
+      return [
+        `Code runs: in a child kernel ${status.child_where || 'on this machine'}`,
+        `Sandbox: ${status.sandbox || status.child === 'sandbox' ? 'on' : 'off'}`
+      ];
+  }
+}
+
+/** The administrator's policy, for the tooltip ([] when there is none). */
+function policyLines(status: IStatusMessage): string[] {
+  if (status.policy.length === 0) {
+    return [];
+  }
+  const head = status.policy_strict
+    ? "Administrator's policy: could not be read fully, strictest mode"
+    : "Administrator's policy in force";
+  return [
+    `${head} (${status.policy.join(', ')})`,
+    ...status.policy_rules.map(rule => `  - ${rule.replace(/`/g, '')}`)
+  ];
 }
 
 /** Multi-line tooltip with every field spelled out. */
@@ -407,8 +501,10 @@ export function formatStatusTooltip(status: IStatusMessage): string {
     `Tokens: ${status.prompt_tokens} prompt, ${status.completion_tokens} completion`,
     `Cost: ${status.cost === null ? 'unknown' : formatCost(status.cost)}`,
     `Approval: ${approvalLabel(status.approval)} (${status.approval})`,
-    `Sandbox: ${status.sandbox ? 'on' : 'off'}`,
-    `Turns: ${status.turns}`
+    ...placementLines(status),
+    ...sandboxGrants(status),
+    `Turns: ${status.turns}`,
+    ...policyLines(status)
   ].join('\n');
 }
 

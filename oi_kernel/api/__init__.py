@@ -10,6 +10,7 @@ from oi_kernel.api.chunks import (
     NoticeChunk,
     OutputChunk,
     TextChunk,
+    ThinkingChunk,
     UsageChunk,
 )
 from oi_kernel.api.interpreter import Interpreter
@@ -23,5 +24,6 @@ __all__ = [
     "NoticeChunk",
     "OutputChunk",
     "TextChunk",
+    "ThinkingChunk",
     "UsageChunk",
 ]

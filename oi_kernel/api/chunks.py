@@ -22,14 +22,23 @@ class TextChunk:
 
 
 @dataclass
+class ThinkingChunk:
+    """A piece of the model's reasoning as it streams (never run, not part of the answer)."""
+
+    text: str
+
+
+@dataclass
 class CodeChunk:
-    """Code the model proposed; ``flags`` are the risk review's findings."""
+    """Code the model proposed; ``flags`` are the risk review's findings; ``recognised``:
+    the reply was nothing but this code (no fence, no tool call), recognised as code."""
 
     step: int
     language: str
     code: str
     flags: list[Any] = field(default_factory=list)
     needs_approval: bool = True
+    recognised: bool = False
 
 
 @dataclass
@@ -74,7 +83,8 @@ class NoticeChunk:
 
 
 Chunk = (
-    TextChunk | CodeChunk | ApprovalChunk | OutputChunk | MessageChunk | UsageChunk | NoticeChunk
+    TextChunk | ThinkingChunk | CodeChunk | ApprovalChunk | OutputChunk | MessageChunk
+    | UsageChunk | NoticeChunk
 )
 
 
@@ -82,12 +92,13 @@ def to_chunks(event: E.Event) -> list[Chunk]:
     """The chunks an engine event becomes (none for bookkeeping events)."""
     if isinstance(event, E.TextDelta):
         return [TextChunk(event.text)]
+    if isinstance(event, E.ReasoningDelta):
+        return [ThinkingChunk(event.text)]
     if isinstance(event, E.CodeProposed):
         req = event.request
         return [
-            CodeChunk(
-                req.step, req.block.language, req.block.code, list(req.flags), event.needs_approval
-            )
+            CodeChunk(req.step, req.block.language, req.block.code, list(req.flags),
+                      event.needs_approval, req.block.bare)
         ]
     if isinstance(event, E.Decided):
         decision = event.record.decision

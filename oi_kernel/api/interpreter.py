@@ -6,7 +6,7 @@
         for chunk in it.chat("what is 2**100?"):
             print(chunk)
 
-``chat()`` is a generator of typed chunks (``TextChunk``, ``CodeChunk``,
+``chat()`` is a generator of typed chunks (``TextChunk``, ``ThinkingChunk``, ``CodeChunk``,
 ``ApprovalChunk``, ``OutputChunk``, ``MessageChunk``, ``UsageChunk``,
 ``NoticeChunk``); ``achat()`` is the same as an async generator. Approved code
 runs in the Interpreter's own child IPython kernel, so variables persist across
@@ -30,9 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oi_kernel.api.chunks import (
+from oi_kernel.api.chunks import (  # the chunk types are part of this module's API
+    ApprovalChunk,  # noqa: F401
     Chunk,
+    CodeChunk,  # noqa: F401
+    MessageChunk,  # noqa: F401
+    NoticeChunk,  # noqa: F401
     OutputChunk,
+    TextChunk,  # noqa: F401
+    UsageChunk,  # noqa: F401
     _output_chunk,
     to_chunks,
 )
@@ -106,7 +112,10 @@ class Interpreter:
     ``ApprovalUnavailableError``. ``timeout`` caps the seconds one step may run.
     ``log=False`` writes no session log (else it goes to ``log_dir``, default
     $OI_LOG_DIR or the Jupyter data dir). ``llm`` replaces the litellm client (an
-    ``LLM`` instance, e.g. a recorded one for replay).
+    ``LLM`` instance, e.g. a recorded one for replay). ``max_steps`` defaults to
+    $OI_MAX_STEPS or 10. Under an administrator's policy (``oi_kernel_policy.json``), a
+    keyword that would lower it (``auto_run=True`` where approval is required, a higher
+    ``max_steps``, ``log=False`` where logs are kept) raises ``PolicyError``.
     """
 
     def __init__(
@@ -117,7 +126,7 @@ class Interpreter:
         api_key: str | None = None,
         auto_run: bool = False,
         approve: Callable[[ApprovalRequest], Any] | None = None,
-        max_steps: int = 10,
+        max_steps: int | None = None,
         kernel_name: str = "python3",
         log_dir: str | os.PathLike[str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
@@ -138,7 +147,8 @@ class Interpreter:
             child_options={"kernel_name": kernel_name,
                            "cwd": str(Path(cwd).resolve()) if cwd else ""},
             engine_options={"approval": "never" if auto_run else "always",
-                            "max_steps": max_steps, "custom_instructions": custom_instructions},
+                            "custom_instructions": custom_instructions,
+                            **({"max_steps": max_steps} if max_steps is not None else {})},
             log_dir=log_dir,
             logging=log,
         )

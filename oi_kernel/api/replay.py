@@ -4,6 +4,7 @@ fresh child kernel, and compare every step with what was recorded (``record.repl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 from oi_kernel.api.interpreter import Interpreter
 from oi_kernel.core.types import CodeBlock, Decision, StepRecord
-from oi_kernel.errors import OIError
+from oi_kernel.errors import OIError, PolicyError
 from oi_kernel.llm.recorded import RecordedLLM
 from oi_kernel.record.replay import (
     _CAPS,
@@ -94,7 +95,8 @@ def _replay(
     ) as it:
         for cap in _CAPS:  # the recording's own caps show as where its turns ended
             if it.engine.has_trait(cap):
-                setattr(it.engine, cap, 0)
+                with contextlib.suppress(PolicyError):  # an administrator's cap stays
+                    setattr(it.engine, cap, 0)
         for action in session.actions:
             if isinstance(action, RecordedTurn):
                 report.checks += _replay_turn(it, action, llm, approver, root_list)
@@ -113,7 +115,8 @@ def _replay_turn(
     llm.begin_turn(recorded)
     approver.turn = recorded
     count = len(recorded.replies)
-    it.max_steps = max(1, count if recorded.end_reason in _CUT_SHORT else count + 1)
+    with contextlib.suppress(PolicyError):  # an administrator's max_steps stays
+        it.max_steps = max(1, count if recorded.end_reason in _CUT_SHORT else count + 1)
     before = len(it.turns)
     error: BaseException | None = None
     try:

@@ -15,12 +15,19 @@ from oi_kernel.errors import ApprovalUnavailableError
 
 Ask = Callable[[str], Awaitable[str]]
 
-STDIN_PROMPT = "Run this code? [y/N/e(dit)/a(ll)/s(top)] "
-EDIT_PROMPT = "Replacement code (one line; write \\n for a newline): "
+CHOICES = "[y/N/e(dit)/a(ll)/s(top)]"
+CHOICES_VIEW = "[y/N/e(dit)/a(ll)/s(top)/v(iew all)]"
+STDIN_PROMPT = f"Run this code? {CHOICES} "
+# Under the question's heading when the model's reply was nothing but code (small-model mode).
+RECOGNISED_PROMPT = "The reply had no code fence; it was recognised as code."
+EDIT_PROMPT = "Replacement code (one line; write \\n for a newline; empty: back): "
+HEAD_LINES = 12  # of a long block, the prompt shows this many first lines...
+TAIL_LINES = 6  # ...and this many last ones (answer `v` for all of it)
+MAX_LINE_CHARS = 240  # a longer line is cut in the summary (`v` shows it whole)
 
 
 def parse_answer(answer: str) -> str:
-    """Map a typed answer to run / skip / edit / all / stop."""
+    """Map a typed answer to run / skip / edit / all / stop / view."""
     word = answer.strip().lower()
     if word in {"y", "yes", "r", "run"}:
         return "run"
@@ -30,13 +37,75 @@ def parse_answer(answer: str) -> str:
         return "all"
     if word in {"s", "stop", "q", "quit"}:
         return "stop"
+    if word in {"v", "view"}:
+        return "view"
     return "skip"
 
 
-class StdinApprover:
-    """Asks on the frontend's stdin; refuses when there is none."""
+def _indented(lines: list[str], cut: bool) -> list[str]:
+    if cut:
+        lines = [ln if len(ln) <= MAX_LINE_CHARS else ln[:MAX_LINE_CHARS] + " …" for ln in lines]
+    return ["    " + ln for ln in lines]
 
-    shows_code = False
+
+def code_excerpt(code: str, full: bool = False) -> tuple[list[str], bool]:
+    """The code as indented lines for a terminal prompt, and whether some of it is left out:
+    a long block shows its first and last lines and how many are between."""
+    lines = code.split("\n")
+    if full or len(lines) <= HEAD_LINES + TAIL_LINES + 1:
+        cut = not full and any(len(ln) > MAX_LINE_CHARS for ln in lines)
+        return _indented(lines, not full), cut
+    hidden = len(lines) - HEAD_LINES - TAIL_LINES
+    gap = f"    … {hidden} more lines (answer v to view all {len(lines)}) …"
+    return [*_indented(lines[:HEAD_LINES], True), gap, *_indented(lines[-TAIL_LINES:], True)], True
+
+
+def flag_lines(flags: list[Any]) -> list[str]:
+    """The risk flags as prompt lines ([] when there are none)."""
+    if not flags:
+        return []
+    high = sum(1 for f in flags if f.severity == "high")
+    head = f"⚠ {len(flags)} risk flag{'s' if len(flags) != 1 else ''}"
+    head += f" ({high} high):" if high else ":"
+    return [head, *(f"  - [{f.severity}] {f.category}: "
+                    + (f"line {f.line}: " if f.line else "") + f.reason for f in flags)]
+
+
+def approval_prompt(request: ApprovalRequest, full: bool = False) -> str:
+    """The whole question for a terminal: step, language, the code (or its first and last
+    lines), the risk flags, then the choices. It is one ``input_request``, so a client
+    that shows the prompt before earlier output (jupyter console does) still shows what
+    is being approved."""
+    code = request.block.code
+    n = code.count("\n") + 1
+    where = "sandboxed" if request.sandboxed else "runs on this machine"
+    head = (f"── Step {request.step} · {request.block.language} · {n} line"
+            f"{'s' if n != 1 else ''} · {where} ──")
+    if request.block.bare:
+        head += "\n" + RECOGNISED_PROMPT
+    body, cut = code_excerpt(code, full)
+    choices = CHOICES_VIEW if cut else CHOICES
+    # The first line is empty: the question starts on a line of its own, even after a reply
+    # the client printed without its last newline.
+    return "\n".join(["", head, *body, *flag_lines(request.flags), f"Run this code? {choices} "])
+
+
+def edit_prompt(code: str) -> str:
+    """The edit question: the code being replaced (whole), and how to type the new code."""
+    lines = ["Editing. The code now:", *_indented(code.split("\n"), False)]
+    if "\n" in code:
+        escaped = code.replace("\\", "\\\\").replace("\n", "\\n")
+        lines.append(f"As one line (copy, change, paste): {escaped}")
+    return "\n".join([*lines, EDIT_PROMPT])
+
+
+class StdinApprover:
+    """Asks on the frontend's stdin (a terminal's prompt); refuses when there is none.
+
+    Every question carries what it is about (``approval_prompt``): a client may draw
+    the prompt before the output that was sent just before it."""
+
+    shows_code = True
 
     def __init__(self, ask: Ask, has_stdin: Callable[[], bool]) -> None:
         self.ask = ask
@@ -46,17 +115,36 @@ class StdinApprover:
         if not self.has_stdin():
             raise ApprovalUnavailableError()
         code = request.block.code
-        choice = parse_answer(await self.ask(STDIN_PROMPT))
-        if choice == "edit":
-            edited = (await self.ask(EDIT_PROMPT)).replace("\\n", "\n")
-            if not edited.strip():
-                return Decision("skip", reason="the user cleared the code")
-            return Decision("run", edited, edited=edited != code)
+        full = False
+        while True:
+            choice = parse_answer(await self.ask(approval_prompt(request, full)))
+            if choice == "view":
+                full = True
+                continue
+            if choice != "edit":
+                break
+            answer = await self.ask(edit_prompt(code))
+            if answer.strip():
+                edited = _unescape(answer)
+                return Decision("run", edited, edited=edited != code)
         if choice in {"run", "all"}:
             return Decision("run", code, run_all=choice == "all")
         if choice == "stop":
             return Decision("stop")
         return Decision("skip")
+
+
+def _unescape(line: str) -> str:
+    """A one-line edit: ``\\n`` is a newline, ``\\\\`` a backslash."""
+    out, i = [], 0
+    while i < len(line):
+        if line[i] == "\\" and i + 1 < len(line) and line[i + 1] in "n\\":
+            out.append("\n" if line[i + 1] == "n" else "\\")
+            i += 2
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out)
 
 
 class CallbackApprover:

@@ -38,9 +38,18 @@ def _flags_html(flags: list[Any]) -> str:
     return f'<ul class="oi-flags" style="margin:2px 0 4px 0;color:#a15c00">{items}</ul>'
 
 
+RECOGNISED_HTML = (
+    '<span class="oi-recognised" title="The model answered with nothing but this code, '
+    'without a code fence or a tool call; small-model mode recognised it as code.">'
+    "🔎 recognised as code (the reply had no code fence)</span>"
+)
+
+
 def header_html(request: ApprovalRequest) -> str:
-    """The card's title line: step, language, risk, sandbox."""
+    """The card's title line: step, language, how the code was found, risk, sandbox."""
     parts = [f"<b>Step {request.step}</b>", html.escape(request.block.language)]
+    if request.block.bare:
+        parts.append(RECOGNISED_HTML)
     if request.flags:
         highs = sum(1 for f in request.flags if f.severity == "high")
         parts.append(f"⚠️ {len(request.flags)} risk flag{'s' if len(request.flags) > 1 else ''}"
@@ -55,7 +64,8 @@ def record_html(request: ApprovalRequest, decision: Decision) -> str:
     when = time.strftime("%H:%M:%S", time.localtime(decision.at))
     reason = f" — {html.escape(decision.reason)}" if decision.reason else ""
     lang = html.escape(request.block.language, quote=True)
-    head = (f"{_ICONS.get(label, '')} <b>Step {request.step}</b> · {lang} · {label} "
+    found = " · recognised as code" if request.block.bare else ""
+    head = (f"{_ICONS.get(label, '')} <b>Step {request.step}</b> · {lang}{found} · {label} "
             f"by {html.escape(decision.by)} at {when}{reason}")
     body = ""
     if decision.action == "run":
@@ -88,6 +98,8 @@ class ApprovalCard:
                          "Run this and the rest of this instruction's steps", self._run_all),
             self._button("Stop", "oi-stop", "danger", "Stop this instruction", self._stop),
         ]
+        if not request.run_all_allowed:  # an administrator's policy asks about every block
+            buttons = [b for b in buttons if "oi-run-all" not in b._dom_classes]
         self.buttons = buttons
         self.root = w.VBox([
             w.HTML(header_html(request)),
@@ -142,7 +154,8 @@ class ApprovalCard:
         data = {
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.root.model_id},
-            "text/plain": f"[approval card: step {self.request.step}, {self.request.block.language}]",
+            "text/plain": f"[approval card: step {self.request.step}, {self.request.block.language}"
+                          + (", recognised as code]" if self.request.block.bare else "]"),
         }
         publish("display_data", {"data": data, "metadata": {},
                                  "transient": {"display_id": self.display_id}})

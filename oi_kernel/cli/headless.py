@@ -145,6 +145,15 @@ def run_notebook(
 
     if approval not in APPROVALS:
         raise OIError(f"--approval must be one of {', '.join(APPROVALS)}, not {approval!r}.")
+    from oi_kernel.session.policy import load_policy
+    from oi_kernel.session.policy_rules import approval_problem
+
+    policy = load_policy()
+    if problem := approval_problem(policy, approval):  # fail now, not in every cell
+        fix = ("Run it with --approval risky: blocks the risk review flags are then refused, "
+               "since no one can approve them." if policy.approval == "risky" else
+               "A headless run cannot ask anyone, so the model's code cannot run here.")
+        raise OIError(f"{problem} {fix}")
     path = Path(path).expanduser()
     nb = read_notebook(path)
     out = Path(output).expanduser() if output else default_output(path)
@@ -158,7 +167,7 @@ def run_notebook(
             f"a {language} kernel ({kernel})."
         )
     inject_parameters(nb, parameters or {}, instruction_kernel=language != "python")
-    log_dir = _log_dir(env)
+    log_dir = Path(policy.log_dir) if policy.log_dir else _log_dir(env)  # the policy's wins
     session_id = f"run-{uuid.uuid4().hex[:12]}"
     started = time.monotonic()
     kernel_env = _kernel_env(approval, log_dir, session_id, env)

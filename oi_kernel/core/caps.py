@@ -53,8 +53,11 @@ _CAPS = (  # (field of Caps, whose usage, kind, environment variable)
 )
 
 
-def cap_notice(caps: Caps, turn: Usage, session: Usage) -> str:
+def cap_notice(caps: Caps, turn: Usage, session: Usage,
+               sources: dict[str, str] | None = None) -> str:
     """The message for the first cap that ``turn`` or ``session`` usage reached; "" if none.
+    ``sources`` names who set a cap the user cannot raise (``max_<field>``: "the
+    administrator's policy (FILE)").
 
     A cost cap cannot be checked while the cost is unknown (the model has no
     price in litellm's table); it is then not reported as hit.
@@ -68,6 +71,10 @@ def cap_notice(caps: Caps, turn: Usage, session: Usage) -> str:
         where = "this instruction" if scope == "turn" else "this session"
         amount = f"{used:,} tokens" if kind == "token" else f"${used:.4f}"
         limit = f"{cap:,}" if kind == "token" else f"${cap:g}"
+        source = (sources or {}).get(f"max_{name}")
+        if source:
+            return (f"Stopped: {where} used {amount}, reaching the {kind} cap of {limit} set by "
+                    f"{source}. Start a new session, or ask your administrator.")
         return (
             f"Stopped: {where} used {amount}, reaching the {kind} cap of {limit}. "
             f"Raise it with {env} / c.Engine.max_{name} / `%limits max_{name}=...` (0 turns it off)"

@@ -136,3 +136,36 @@ def restore_message(report: dict[str, Any], what: str) -> str:
 def _names(items: list[str], limit: int = 20) -> str:
     shown = ", ".join(f"`{n}`" for n in items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def undo_message(removed: list[str], rolled: str, checkpoints_enabled: bool) -> str:
+    """Markdown for ``undo``: what was forgotten, then what was rolled back."""
+    if not removed:
+        return "Nothing to undo: the conversation is empty."
+    first = removed[-1].splitlines()[0][:80] if removed[-1].strip() else ""
+    one = len(removed) == 1
+    what = f"the last instruction (“{first}”)" if one else f"the last {len(removed)} instructions"
+    it = "it" if one else "them"
+    text = f"Removed {what} from the conversation: the model will not see {it}."
+    if rolled:
+        return f"{text} {rolled}"
+    if checkpoints_enabled:
+        return f"{text} Nothing to roll back: no code ran for {it}."
+    return (f"{text} Nothing was rolled back: checkpoints are off "
+            f"(c.Engine.checkpoints_enabled); side effects stay as they are.")
+
+
+def checkpoints_markdown(checkpoints: list[Any], prefix: str) -> str:
+    """The ``checkpoints`` table: number, time, the instruction, variables held."""
+    import time
+
+    if not checkpoints:
+        return "No checkpoints yet: one is kept before each instruction that runs code."
+    rows = []
+    for cp in checkpoints:
+        first = (cp.instruction.splitlines() or [""])[0][:60].replace("|", "\\|")
+        when = time.strftime("%H:%M:%S", time.localtime(cp.created))
+        rows.append(f"| {cp.number} | {when} | {first} | {cp.info.get('variables', '?')} |")
+    return ("| checkpoint | kept at | before instruction | variables |\n|---|---|---|---|\n"
+            + "\n".join(rows) + f"\n\n`{prefix}restore K` goes back to checkpoint K; "
+            f"`{prefix}undo [N]` to before the last N instructions.")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from oi_kernel.core import dialects
 from oi_kernel.core.languages import normalize_language
 from oi_kernel.core.types import CodeBlock, ToolCall
 from oi_kernel.errors import OIError
@@ -35,6 +36,8 @@ _NOT_CODE = frozenset(
     "text txt plain plaintext output out stdout stderr result log json jsonc json5 jsonl "
     "csv tsv yaml yml toml xml ini diff patch mermaid".split()
 )
+# Fence tags that models use for code of a known language (Gemma writes ```tool_code).
+_FENCE_ALIASES = {"tool_code": "python"}
 _OPENER_RE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _TAG_RE = re.compile(r"[\s{.]*([A-Za-z0-9_+#-]*)")
 _CANDIDATE_RE = re.compile(
@@ -65,26 +68,40 @@ class _Fence:
     closed: bool = True  # False: the text ended before the closing fence
 
 
+def reply_text(text: str) -> str:
+    """The reply as blocks are found in it: CRLF as LF, and the model dialects' tool calls
+    in their canonical form (``dialects.normalize``)."""
+    return dialects.normalize(text.replace("\r\n", "\n"))
+
+
 def extract_code_blocks(text: str, allow_unclosed: bool = True) -> list[CodeBlock]:
     """The code blocks of a complete reply, in order of appearance.
 
     Fenced blocks and tool calls printed as text (JSON objects, ``<tool_call>``
-    tags, ``functions.execute({...})``) are recognised; CRLF counts as LF. A fence
+    tags, ``functions.execute({...})`` and the model dialects of ``dialects.normalize``)
+    are recognised; CRLF counts as LF. A fence
     still open at the end of the text (models often omit the last closer) gives a
     block unless ``allow_unclosed`` is False: pass that for a reply the output
     token limit cut off, whose last block is then only the start of the code.
     """
-    text = text.replace("\r\n", "\n")
-    found: list[tuple[int, CodeBlock]] = []
+    return [block for _, _, block in block_spans(text, allow_unclosed)]
+
+
+def block_spans(text: str, allow_unclosed: bool = True) -> list[tuple[int, int, CodeBlock]]:
+    """``extract_code_blocks`` with where each block is: ``(start, end, block)``, offsets
+    into ``reply_text(text)`` (a view that shows a block elsewhere can fold that part of
+    the reply)."""
+    text = reply_text(text)
+    found: list[tuple[int, int, CodeBlock]] = []
     prose_start = 0
     for fence in _find_fences(text):
         found += _prose_calls(text, prose_start, fence.start)
         block = _fence_block(fence) if fence.closed or allow_unclosed else None
         if block is not None:
-            found.append((fence.start, block))
+            found.append((fence.start, fence.end, block))
         prose_start = fence.end
     found += _prose_calls(text, prose_start, len(text))
-    return [block for _, block in sorted(found, key=lambda item: item[0])]
+    return sorted(found, key=lambda item: item[0])
 
 
 def _find_fences(text: str) -> list[_Fence]:
@@ -139,7 +156,8 @@ def _fence_block(fence: _Fence) -> CodeBlock | None:
     if fence.tag in _NOT_CODE:
         return None
     body = _strip_console_prompts(fence.body) if fence.tag == "console" else fence.body
-    return CodeBlock(normalize_language(fence.tag) or fence.tag or "python", body)
+    tag = _FENCE_ALIASES.get(fence.tag, fence.tag)
+    return CodeBlock(normalize_language(tag) or tag or "python", body)
 
 
 def _strip_console_prompts(body: str) -> str:
@@ -165,10 +183,10 @@ def _whole_text_call(body: str) -> CodeBlock | None:
         return None
 
 
-def _prose_calls(text: str, start: int, end: int) -> list[tuple[int, CodeBlock]]:
+def _prose_calls(text: str, start: int, end: int) -> list[tuple[int, int, CodeBlock]]:
     """Tool calls printed as text between ``start`` and ``end`` (outside any fence)."""
     segment = text[start:end]
-    found: list[tuple[int, CodeBlock]] = []
+    found: list[tuple[int, int, CodeBlock]] = []
     pos = 0
     while (m := _CANDIDATE_RE.search(segment, pos)) is not None:
         try:
@@ -176,13 +194,15 @@ def _prose_calls(text: str, start: int, end: int) -> list[tuple[int, CodeBlock]]
         except _DECODE_ERRORS:
             pos = m.end() + 1
             continue
+        end = obj_end
         if m["call"]:
-            closed = _CLOSE_PAREN_RE.match(segment, obj_end) is not None
-            block = _block_from_arguments(obj) if closed else None
+            paren = _CLOSE_PAREN_RE.match(segment, obj_end)
+            block = _block_from_arguments(obj) if paren is not None else None
+            end = paren.end() if paren is not None else obj_end
         else:
             block = _block_from_object(obj, bare_ok=m["tag"] is not None)
         if block is not None:
-            found.append((start + m.start(), block))
+            found.append((start + m.start(), start + end, block))
         pos = obj_end
     return found
 
@@ -279,9 +299,13 @@ def _parse_arguments(raw: str) -> dict[str, str]:
     if not text:
         raise _args_error("the arguments were empty", raw)
     obj = _load_lenient(text)
-    if isinstance(obj, str):  # JSON-encoded twice, or a JSON string holding the code
+    for _ in range(3):  # JSON encoded two or three times, or a JSON string holding the code
+        if not isinstance(obj, str):
+            break
         inner = obj.strip()
-        obj = _load_lenient(inner) if inner.startswith("{") else {"code": obj}
+        obj = _load_lenient(inner) if inner.startswith(("{", '"')) else {"code": obj}
+    if isinstance(obj, str):
+        raise _args_error("JSON encoded too many times", raw)
     if isinstance(obj, dict):
         return _args_from_dict(obj, raw)
     if obj is _CUT_STRING:
@@ -411,3 +435,14 @@ def _looks_like_python(text: str) -> bool:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
+
+
+_CLOSED_BLOCK_RE = re.compile(r"^```[^`\n]*\n.*?^```[ \t]*\n", re.MULTILINE | re.DOTALL)
+
+
+def first_block_end(text: str) -> int | None:
+    """Where the first complete fenced code block of ``text`` ends (its closing fence
+    included, once the line after it has begun), or None. Small models follow their code
+    with made-up "Output:" blocks and chatter; a reply can be ended there."""
+    match = _CLOSED_BLOCK_RE.search(text)
+    return match.end() - 1 if match else None

@@ -16,13 +16,14 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from oi_kernel.core import codeblocks, prompts
+from oi_kernel.core import codeblocks, dialects, prompts
 from oi_kernel.core.caps import Caps, cap_notice
 from oi_kernel.core.context import fit_messages
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
     EventSink,
     Notice,
+    ReasoningDelta,
     ReplyDone,
     TextDelta,
     TurnDone,
@@ -37,7 +38,12 @@ from oi_kernel.core.types import (
     Turn,
     Usage,
 )
-from oi_kernel.errors import ApprovalUnavailableError, InstructionTooLongError, LLMError
+from oi_kernel.errors import (
+    ApprovalUnavailableError,
+    InstructionTooLongError,
+    LLMError,
+    LLMToolsUnsupportedError,
+)
 
 CUT_BLOCK_NOTICE = (
     "The reply reached the model's output token limit inside a code block: that block was "
@@ -46,6 +52,10 @@ CUT_BLOCK_NOTICE = (
 EMPTY_REPLY_NOTICE = (
     "The model sent an empty reply (no text and no code). Ask again or rephrase; if it keeps "
     "happening, check the model (`%model`) and its server."
+)
+ONLY_REASONING_NOTICE = (
+    "The model only reasoned (shown as thinking above) and gave no answer and no code. Ask "
+    "again or rephrase; if it keeps happening, the model may need a larger reply limit."
 )
 
 
@@ -149,8 +159,6 @@ class Engine(StepRunner):
         for check in self.preflight:
             check()
         self._check_instruction(instruction)
-        if notice := self.llm.take_notice():
-            emit(Notice(notice))
         note = await self._namespace_note()  # before the turn exists: an interrupt here is clean
         turn = Turn(index=len(self.turns) + 1, instruction=instruction,
                     conversation_index=len(self.conversation.turn_starts))
@@ -184,6 +192,9 @@ class Engine(StepRunner):
         return turn
 
     async def _loop(self, turn: Turn, emit: EventSink) -> None:
+        await self.llm.prepare()  # litellm imported, the model's server asked (small or not)
+        if notice := self.llm.take_notice():
+            emit(Notice(notice))
         policy = self.policy
         run_all = False
         drafts: list[Draft] = []  # this reply's drafts set aside so far (small models)
@@ -203,7 +214,7 @@ class Engine(StepRunner):
                 turn.final_text = reply.text
                 turn.end_reason = "done"
                 if not reply.text.strip() and not reply.tool_calls:
-                    emit(Notice(EMPTY_REPLY_NOTICE, "warning"))
+                    self._empty_reply(turn, reply, emit)
                 return
             run_all, stop = await self._run_blocks(turn, reply, blocks, problems, run_all, emit)
             if stop:
@@ -216,6 +227,15 @@ class Engine(StepRunner):
         emit(Notice(
             f"Stopped after {policy.step_limit()} LLM calls (the step cap). Say 'continue' to "
             f"go on, or raise it with {policy.step_limit_setting()}.", "warning"))
+
+    def _empty_reply(self, turn: Turn, reply: Reply, emit: EventSink) -> None:
+        """A reply with no answer and no code: after steps that ran, the model has nothing
+        to add (many local models answer a tool result that way) and the turn just ends;
+        otherwise the user is told."""
+        if turn.steps:
+            return
+        emit(Notice(ONLY_REASONING_NOTICE if reply.reasoning.strip() else EMPTY_REPLY_NOTICE,
+                    "warning"))
 
     def _end_turn(self, turn: Turn, emit: EventSink) -> None:
         self.log_event("turn_end", turn=turn.index, reason=turn.end_reason or "error",
@@ -266,25 +286,18 @@ class Engine(StepRunner):
     async def _ask(
         self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy, redraw: int = 0
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
-        """One LLM call; ``redraw`` > 0: the n-th new draft after drafts set aside."""
+        """One LLM call; ``redraw`` > 0: the n-th new draft after drafts set aside. A server
+        that rejects tools is asked again at once without them (fenced code)."""
         await self.llm.prepare()
-        use_tools = self.llm.uses_tools()
-        messages = self.build_request(use_tools)
-        tools = [prompts.execute_tool(self.offered_languages())] if use_tools else None
-        self.log_event("llm_request", turn=turn.index, step=call, model=self.llm.model,
-                       tools=use_tools, **self._request_messages(messages))
-        try:
-            reply = await self.llm.stream(
-                messages,
-                tools,
-                on_text=lambda delta: emit(TextDelta(delta)),
-                on_retry=lambda text: emit(Notice(text, "warning")),
-                sampling=policy.sampling(redraw),
-            )
-        except LLMError as exc:
-            self.log_event("llm_error", turn=turn.index, step=call, error=str(exc),
-                           partial_text=exc.partial_text)
-            raise
+        while True:
+            use_tools = self.llm.uses_tools()
+            try:
+                reply = await self._request(turn, call, emit, policy, redraw, use_tools)
+                break
+            except LLMToolsUnsupportedError as exc:
+                self.log_event("tools_unsupported", turn=turn.index, step=call, error=str(exc))
+                if self.llm.uses_tools():  # it did not take note: do not ask forever
+                    raise
         turn.llm_calls += 1
         turn.usage = turn.usage + reply.usage
         self.usage = self.usage + reply.usage
@@ -297,20 +310,53 @@ class Engine(StepRunner):
             usage=dataclasses.asdict(reply.usage),
             latency_s=round(reply.latency_s, 4),
             finish_reason=reply.finish_reason,
+            **({"reasoning": reply.reasoning} if reply.reasoning else {}),
         )
+        blocks, problems = self._proposed(reply, policy)
+        emit(ReplyDone(call, reply, blocks))
+        return reply, blocks, problems
+
+    async def _request(self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy,
+                       redraw: int, use_tools: bool) -> Reply:
+        messages = self.build_request(use_tools)
+        tools = [prompts.execute_tool(self.offered_languages())] if use_tools else None
+        self.log_event("llm_request", turn=turn.index, step=call, model=self.llm.model,
+                       tools=use_tools, small=policy.small, **self._request_messages(messages))
+        try:
+            return await self.llm.stream(
+                messages,
+                tools,
+                on_text=lambda delta: emit(TextDelta(delta)),
+                on_retry=lambda text: emit(Notice(text, "warning")),
+                sampling=policy.sampling(redraw),
+                on_reasoning=lambda delta: emit(ReasoningDelta(delta)),
+            )
+        except LLMToolsUnsupportedError:
+            raise
+        except LLMError as exc:
+            self.log_event("llm_error", turn=turn.index, step=call, error=str(exc),
+                           partial_text=exc.partial_text)
+            raise
+
+    def _proposed(self, reply: Reply, policy: ModelPolicy) -> tuple[list[CodeBlock], list[str]]:
+        """The blocks a reply proposes (and problems to tell the model), its assistant
+        message added to the conversation. Only the answer counts, never the reasoning; in
+        small-model mode a reply that is nothing but code is recognised as code."""
         problems: list[str] = []
         if reply.tool_calls:
             blocks, problems = codeblocks.blocks_from_tool_calls(reply.tool_calls)
             self.conversation.append(_assistant_tool_message(reply))
-        else:
-            blocks = codeblocks.extract_code_blocks(reply.text)
-            if reply.finish_reason == "length":  # the token limit cut the reply: no half block
-                whole = codeblocks.extract_code_blocks(reply.text, allow_unclosed=False)
-                if len(whole) < len(blocks):
-                    blocks, problems = whole, [codeblocks.CUT_BLOCK_PROBLEM]
+            return blocks, problems
+        blocks = codeblocks.extract_code_blocks(reply.text)
+        if reply.finish_reason == "length":  # the token limit cut the reply: no half block
+            whole = codeblocks.extract_code_blocks(reply.text, allow_unclosed=False)
+            if len(whole) < len(blocks):
+                blocks, problems = whole, [codeblocks.CUT_BLOCK_PROBLEM]
+        if not blocks and policy.small and (bare := dialects.bare_code(reply.text)):
+            blocks = [bare]
+        if reply.text.strip():  # an empty one would be refused by some providers
             self.conversation.append({"role": "assistant", "content": reply.text})
-        emit(ReplyDone(call, reply, blocks))
-        return reply, blocks, problems
+        return blocks, problems
 
     async def _run_blocks(
         self,
@@ -336,7 +382,8 @@ class Engine(StepRunner):
         answered = {b.tool_call_id for b in blocks}
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
             if call.id not in answered:
-                self._answer(call.id, "\n".join(problems) or "Unknown tool.", feedback)
+                own = [p for p in problems if p.startswith(f"Tool call {call.id} ")]
+                self._answer(call.id, "\n".join(own or problems) or "Unknown tool.", feedback)
         if problems and not reply.tool_calls:  # markdown mode: a block cut by the token limit
             feedback.extend(problems)
             emit(Notice(CUT_BLOCK_NOTICE, "warning"))
@@ -371,7 +418,7 @@ class Engine(StepRunner):
         """The message for a token or cost cap this turn or the session reached; "" if none."""
         caps = Caps(self.max_tokens_per_turn, self.max_cost_per_turn,
                     self.max_tokens_per_session, self.max_cost_per_session)
-        return cap_notice(caps, turn.usage, self.usage)
+        return cap_notice(caps, turn.usage, self.usage, self.cap_sources)
 
 def _assistant_tool_message(reply: Reply) -> dict[str, Any]:
     return {

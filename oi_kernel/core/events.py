@@ -21,6 +21,13 @@ class TextDelta:
 
 
 @dataclass
+class ReasoningDelta:
+    """A piece of the model's reasoning ("thinking") as it streams: shown, never run."""
+
+    text: str
+
+
+@dataclass
 class ReplyDone:
     """The model's reply of one LLM call is complete, with the blocks found in it."""
 
@@ -66,5 +73,7 @@ class TurnDone:
     turn: Turn
 
 
-Event = TextDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
+Event = (
+    TextDelta | ReasoningDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
+)
 EventSink = Callable[[Event], None]

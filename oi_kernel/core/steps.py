@@ -36,6 +36,10 @@ class StepRunner(Rollback):
         self.approver = approver
         self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
         self.turns: list[Turn] = []
+        # Set by an administrator's policy (session.policy_rules): the least approval that
+        # applies even after "Run all", and who set each session cap (for its message).
+        self.approval_floor = "never"
+        self.cap_sources: dict[str, str] = {}
 
     @property
     def auto_run(self) -> bool:
@@ -70,10 +74,12 @@ class StepRunner(Rollback):
         block = record.block
         language = normalize_language(block.language)
         flags = review_or_flag(language or block.language, block.code)
-        request = ApprovalRequest(turn.index, record.index, block, flags, self.executor.sandboxed)
+        request = ApprovalRequest(turn.index, record.index, block, flags, self.executor.sandboxed,
+                                  run_all_allowed=self.approval_floor != "always")
         self.log_event("code_proposed", turn=turn.index, step=record.index,
                        language=block.language, code=block.code, sha256=code_hash(block.code),
-                       flags=[dataclasses.asdict(f) for f in flags])
+                       flags=[dataclasses.asdict(f) for f in flags],
+                       **({"recognised_as_code": True} if block.bare else {}))
         if language is None or language not in self.offered_languages():
             record.status = "refused"
             record.feedback = (f"Language '{block.language}' is not available here. Use one of: "
@@ -98,7 +104,7 @@ class StepRunner(Rollback):
                 else "The user declined to run this code." + why
             )
             return run_all, decision.action == "stop"
-        ran_block = CodeBlock(language, decision.code, block.tool_call_id)
+        ran_block = CodeBlock(language, decision.code, block.tool_call_id, block.bare)
         problem = await self.ensure_checkpoint(turn, self._conversation_index(turn))
         if problem:
             emit(Notice(problem, "warning"))
@@ -111,10 +117,11 @@ class StepRunner(Rollback):
         return 0
 
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
-        """Whether the policy asks the user about this block."""
-        if self.approval == "never" or run_all:
-            return False
-        return not (self.approval == "risky" and not request.flags)
+        """Whether the policy asks the user about this block. "Run all" skips the asking for
+        the rest of the instruction, but not below ``approval_floor``."""
+        if _asks(self.approval_floor, request):
+            return True
+        return not run_all and _asks(self.approval, request)
 
     async def _decide(self, request: ApprovalRequest, run_all: bool) -> Decision:
         if not self.needs_approval(request, run_all):
@@ -203,6 +210,10 @@ def _with_changes(feedback: str, record: StepRecord) -> str:
     """The step's feedback and, after it, what the step changed (bounded)."""
     summary = changes.for_model(record.changes)
     return f"{feedback}\n\n{summary}" if summary else feedback
+
+
+def _asks(approval: str, request: ApprovalRequest) -> bool:
+    return approval == "always" or (approval == "risky" and bool(request.flags))
 
 
 def review_or_flag(language: str, code: str) -> list[Flag]:

@@ -20,11 +20,13 @@ def code_hash(code: str) -> str:
 
 @dataclass
 class CodeBlock:
-    """One piece of code the LLM proposed."""
+    """One piece of code the LLM proposed. ``bare``: the reply was nothing but this code,
+    without a fence or a tool call, and was recognised as code (small-model mode)."""
 
     language: str
     code: str
     tool_call_id: str | None = None
+    bare: bool = False
 
 
 @dataclass
@@ -58,7 +60,9 @@ class Usage:
 
 @dataclass
 class Reply:
-    """One complete LLM answer."""
+    """One complete LLM answer: ``text`` is the answer, ``reasoning`` what the model
+    thought before it (a ``reasoning_content`` field or ``<think>`` tags; never run, never
+    sent back as the answer)."""
 
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -66,6 +70,7 @@ class Reply:
     model: str = ""
     latency_s: float = 0.0
     finish_reason: str | None = None
+    reasoning: str = ""
 
 
 Action = Literal["run", "skip", "stop"]
@@ -80,6 +85,7 @@ class ApprovalRequest:
     block: CodeBlock
     flags: list[Any] = field(default_factory=list)
     sandboxed: bool = False
+    run_all_allowed: bool = True  # False: an administrator's policy asks about every block
 
 
 @dataclass

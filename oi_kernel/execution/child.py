@@ -21,11 +21,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from traitlets import Bool, Float, Unicode, default
-from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
 from oi_kernel.errors import ChildDiedError, ChildKernelError
-from oi_kernel.execution.wire import PACKED_TYPES, _loads, next_msg
+from oi_kernel.execution.gateway_options import GatewayOptions
+from oi_kernel.execution.wire import PACKED_TYPES, Pending, _loads, next_msg
 
 IopubHandler = Callable[[dict[str, Any]], None]
 InputHandler = Callable[[str, bool, str], Awaitable[str]]
@@ -45,35 +45,12 @@ def _runs_locally(km: Any) -> bool:
     return km.transport == "ipc" and name == "local-provisioner"
 
 
-class _Pending:
-    """One request to the child; ``done`` resolves with the reply's content once the reply
-    and, for executions, the idle status (all output is in) have arrived."""
+class ChildKernel(GatewayOptions):
+    """A child kernel that runs the approved code, so variables persist across turns.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, wants_idle: bool) -> None:
-        self.done: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._reply: dict[str, Any] | None = None
-        self._idle = not wants_idle
-
-    def got_reply(self, content: dict[str, Any]) -> None:
-        self._reply = content
-        self._finish()
-
-    def got_idle(self) -> None:
-        self._idle = True
-        self._finish()
-
-    def _finish(self) -> None:
-        if self._reply is not None and self._idle and not self.done.done():
-            self.done.set_result(self._reply)
-
-    def fail(self, error: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(error)
-            self.done.exception()  # mark retrieved: a failure nobody awaits is not an error
-
-
-class ChildKernel(LoggingConfigurable):
-    """A child kernel that runs the approved code, so variables persist across turns."""
+    This one runs on this machine; ``execution.placement.new_child_kernel`` picks the
+    gateway's instead when ``gateway_url`` is set.
+    """
 
     kernel_name = Unicode(
         config=True,
@@ -104,13 +81,15 @@ class ChildKernel(LoggingConfigurable):
         0.25, config=True, help="Seconds between checks that the child kernel is still alive."
     )
     cwd = Unicode("", config=True, help="Working directory of the child kernel; empty means ours.")
-    sandboxed = Bool(False, help="Set by the sandbox provisioner when the child is confined.")
+    sandboxed = Bool(False, help="Whether the running child is confined (set when it starts).")
     sandbox = Bool(
         config=True,
-        help="Run the child kernel inside bubblewrap: read-only file system except the working "
-        "directory, private /tmp, no network, credentials in $HOME hidden, secret environment "
-        "variables removed. Refuses to start (never runs unconfined) where bwrap or user "
-        "namespaces are missing. Env: OI_SANDBOX=1. Magic: %sandbox on|off.",
+        help="Run the child kernel inside bubblewrap with a deny-by-default view: system and "
+        "Python directories read-only, the working directory writable, a private /tmp and an "
+        "empty $HOME, nothing else unless granted (c.Sandbox.read_paths / write_paths); no "
+        "network, no unix socket outside its own, secret environment variables removed. "
+        "Refuses to start (never runs unconfined) where bwrap, user namespaces or seccomp are "
+        "missing. Env: OI_SANDBOX=1. Magic: %sandbox on|off|allow PATH [--write].",
     )
 
     @default("sandbox")
@@ -136,7 +115,14 @@ class ChildKernel(LoggingConfigurable):
         self.km: Any = None
         self.kc: Any = None
         self._dir: str | None = None
-        self._pending: dict[str, _Pending] = {}
+        self._spec: Any = None  # the derived kernelspec of the running child (childspec)
+        from oi_kernel.execution.sandbox import Sandbox
+
+        self.grants = Sandbox(parent=self)
+        # Never visible to the sandboxed child, even in the workspace or a grant (the
+        # session log's directory, the wrapper's connection file): set by the front door.
+        self.protected_paths: list[str] = []
+        self._pending: dict[str, Pending] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._starting: asyncio.Task[None] | None = None
         self._dead_reason = ""
@@ -146,6 +132,16 @@ class ChildKernel(LoggingConfigurable):
     @property
     def is_running(self) -> bool:
         return self.kc is not None and not self._dead_reason
+
+    @property
+    def where(self) -> str:
+        """Where the code runs, in words (``%status``)."""
+        return "in a sandbox on this machine" if self.sandbox else "on this machine"
+
+    @property
+    def workdir(self) -> str:
+        """The working directory the code runs in (for the system prompt)."""
+        return self.cwd or os.getcwd()
 
     def start_soon(self) -> asyncio.Task[None]:
         """Start the child in the background (idempotent); await the task to wait for it."""
@@ -171,6 +167,8 @@ class ChildKernel(LoggingConfigurable):
 
         self._dead_reason = ""
         self._dir = tempfile.mkdtemp(prefix="oi-")  # 0700; short path for ipc sockets
+        ipc = os.path.join(self._dir, "ipc")
+        os.mkdir(ipc, 0o700)
         try:
             spec_kw, start_kw = self._launch_options(self.cwd or os.getcwd())
         except Exception:
@@ -179,8 +177,8 @@ class ChildKernel(LoggingConfigurable):
         km = AsyncKernelManager(
             **spec_kw,
             transport="ipc",
-            ip=os.path.join(self._dir, "k"),
-            connection_file=os.path.join(self._dir, "kernel.json"),
+            ip=os.path.join(ipc, "k"),
+            connection_file=os.path.join(ipc, "kernel.json"),
         )
         self.km = km
         if _runs_locally(km):
@@ -195,13 +193,21 @@ class ChildKernel(LoggingConfigurable):
             # for the child's idle status instead, which follows all of its output on
             # the same socket, so the sleep only delayed every cell and step.
             start_kw["extra_arguments"] = ["--Kernel._execute_sleep=0"]
+        spec = self._spec
         try:
             await km.start_kernel(cwd=self.cwd or os.getcwd(), **start_kw)
+            if spec is not None and spec.sandboxed:
+                await spec.pin(km, self.startup_timeout)  # before any code runs
             kc = km.client()
             kc.start_channels()
             await kc.wait_for_ready(timeout=self.startup_timeout)
+            if spec is not None:
+                spec.verify()
         except Exception as exc:
+            refused = spec.failed(str(exc)) if spec is not None and spec.refusal() else None
             await self._cleanup()
+            if isinstance(exc, ChildKernelError) or refused is not None:
+                raise (refused or exc) from exc
             raise ChildKernelError(
                 f"The child kernel '{self.kernel_name}' did not start: {exc}\n"
                 "Check that the kernelspec exists (`jupyter kernelspec list`) and starts on its "
@@ -233,20 +239,18 @@ class ChildKernel(LoggingConfigurable):
             return {"kernel_name": self.kernel_name}, {}
         from jupyter_client.kernelspec import KernelSpecManager
 
-        from oi_kernel.execution.sandbox import child_env, write_child_spec
+        from oi_kernel.execution.childspec import write_child_spec
+        from oi_kernel.execution.sandbox import child_env
 
         assert self._dir is not None
-        root = os.path.join(self._dir, "spec")
-        name = write_child_spec(
-            root,
-            self.kernel_name,
-            workspace=cwd,
-            private_dir=self._dir,
-            sandbox=self.sandbox,
-            memory_limit=memory,
-        )
-        spec_kw = {"kernel_name": name, "kernel_spec_manager": KernelSpecManager(kernel_dirs=[root])}
-        self.sandboxed = self.sandbox
+        self._spec = spec = write_child_spec(
+            self._dir, self.kernel_name, workspace=cwd, sandbox=self.sandbox,
+            memory_limit=memory, grants=self.grants, protected=self.protected_paths)
+        for note in spec.notes:
+            self.log.warning("sandbox: %s", note)
+        spec_kw = {"kernel_name": spec.name,
+                   "kernel_spec_manager": KernelSpecManager(kernel_dirs=[spec.spec_root])}
+        self.sandboxed = spec.sandboxed
         return spec_kw, ({"env": child_env(os.environ)} if self.sandbox else {})
 
     async def shutdown(self) -> None:
@@ -274,6 +278,9 @@ class ChildKernel(LoggingConfigurable):
                     await km.shutdown_kernel(now=True)
             with contextlib.suppress(Exception):
                 await km.cleanup_resources()
+        if self._spec is not None:
+            self._spec.close()
+            self._spec = None
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -319,7 +326,7 @@ class ChildKernel(LoggingConfigurable):
         executions once all output has arrived) or fails with ``ChildDiedError``."""
         if not self.is_running:
             raise ChildDiedError(self._dead_reason or "The child kernel is not running.")
-        pending = _Pending(asyncio.get_running_loop(), wait_idle)
+        pending = Pending(asyncio.get_running_loop(), wait_idle)
         mid = msg_id or self.kc.session.msg_id
         self._pending[mid] = pending
 
@@ -396,31 +403,18 @@ class ChildKernel(LoggingConfigurable):
         return content if isinstance(content, dict) else _loads(content)
 
     # ----------------------------------------------------------------- pumps
+    # Each reader only reads; what a message means is decided by ``_iopub``, ``_reply`` and
+    # ``_input_value``, which a transport with one stream of messages (the gateway's
+    # websocket, ``execution.gateway``) calls the same way.
     async def _read_iopub(self) -> None:
         channel = self.kc.iopub_channel
         while True:
-            msg = await next_msg(channel, PACKED_TYPES)
-            msg_type = msg["header"]["msg_type"]
-            if msg_type == "status":
-                if msg["content"]["execution_state"] == "idle":
-                    pending = self._pending.get(msg["parent_header"].get("msg_id"))
-                    if pending is not None:
-                        pending.got_idle()
-                continue
-            if msg_type == "execute_input":
-                continue
-            try:
-                self.on_iopub(msg)
-            except Exception:
-                self.log.exception("error forwarding a child iopub message")
+            self._iopub(await next_msg(channel, PACKED_TYPES))
 
     async def _read_shell(self) -> None:
         channel = self.kc.shell_channel
         while True:
-            msg = await next_msg(channel)
-            pending = self._pending.get(msg["parent_header"].get("msg_id"))
-            if pending is not None:
-                pending.got_reply(msg["content"])
+            self._reply(await next_msg(channel))
 
     async def _read_stdin(self) -> None:
         channel = self.kc.stdin_channel
@@ -428,19 +422,44 @@ class ChildKernel(LoggingConfigurable):
             msg = await next_msg(channel)
             if msg["header"]["msg_type"] != "input_request":
                 continue
-            content = msg["content"]
-            value = ""
-            try:
-                if self.on_input is not None:
-                    value = await self.on_input(
-                        content.get("prompt", ""),
-                        bool(content.get("password")),
-                        msg["parent_header"].get("msg_id", ""),
-                    )
-            except Exception:
-                self.log.exception("input request failed")
+            value = await self._input_value(msg)
             if self.kc is not None:
                 self.kc.input(value)
+
+    def _iopub(self, msg: dict[str, Any]) -> None:
+        """An iopub message: idle completes its request; output goes to ``on_iopub``."""
+        msg_type = msg["header"]["msg_type"]
+        if msg_type == "status":
+            if msg["content"]["execution_state"] == "idle":
+                pending = self._pending.get(msg["parent_header"].get("msg_id"))
+                if pending is not None:
+                    pending.got_idle()
+            return
+        if msg_type == "execute_input":
+            return
+        try:
+            self.on_iopub(msg)
+        except Exception:
+            self.log.exception("error forwarding a child iopub message")
+
+    def _reply(self, msg: dict[str, Any]) -> None:
+        pending = self._pending.get(msg["parent_header"].get("msg_id"))
+        if pending is not None:
+            pending.got_reply(msg["content"])
+
+    async def _input_value(self, msg: dict[str, Any]) -> str:
+        """The answer to the child's ``input_request`` (asked through ``on_input``)."""
+        content = msg["content"]
+        try:
+            if self.on_input is not None:
+                return await self.on_input(
+                    content.get("prompt", ""),
+                    bool(content.get("password")),
+                    msg["parent_header"].get("msg_id", ""),
+                )
+        except Exception:
+            self.log.exception("input request failed")
+        return ""
 
     async def _watchdog(self) -> None:
         while True:
@@ -452,13 +471,17 @@ class ChildKernel(LoggingConfigurable):
                 code = None
                 with contextlib.suppress(Exception):
                     code = km.provisioner.process.returncode  # type: ignore[union-attr]
-                self._dead_reason = (
+                self._died(
                     "The child kernel died"
                     + (f" (exit code {code})" if code is not None else "")
                     + ". Its variables were lost; it restarts on the next cell."
                 )
-                self._fail_pending(ChildDiedError(self._dead_reason))
                 return
+
+    def _died(self, reason: str) -> None:
+        """The child is gone: every waiting request fails with ``reason``."""
+        self._dead_reason = reason
+        self._fail_pending(ChildDiedError(reason))
 
     def _fail_pending(self, error: BaseException) -> None:
         for pending in list(self._pending.values()):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
-import os
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -76,7 +75,7 @@ class ChildRunner:
     @property
     def cwd(self) -> str:
         """The working directory the code runs in (for the system prompt)."""
-        return self.child.cwd or os.getcwd()
+        return self.child.workdir
 
     async def namespace_summary(self) -> str:
         """The child's namespace is its own: the model sees what earlier steps printed."""

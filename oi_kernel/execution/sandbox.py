@@ -1,73 +1,168 @@
-"""The child kernel's launch spec: bubblewrap confinement and the memory limit.
+"""The child kernel's sandbox: whether it can work here, and what it is granted.
 
-The child is always started by jupyter_client from a kernelspec. When it must be
-sandboxed or memory-capped, ``write_child_spec`` derives a kernelspec from the
-configured one (``python3`` by default) in the child's private directory, whose
-argv wraps the original::
+With the sandbox on (``c.ChildKernel.sandbox``, ``OI_SANDBOX=1``, ``%sandbox on``) the child
+runs in bubblewrap with a deny-by-default root (``sandbox_root``: system dirs and the
+Python installation read-only, the workspace read-write, a private /tmp and an empty
+$HOME; nothing else), no network, its own pid namespace, no capabilities, and a Landlock
+domain plus a seccomp filter it installs itself once its sockets are bound (``confine``):
+no unix socket outside its own can be reached, even in a granted directory. The
+derived kernelspec, the socket pinning and the start-up check are ``childspec``.
 
-    bwrap <confinement> -- python -m oi_kernel.execution.limits --memory 2G -- python -m ipykernel_launcher -f {connection_file}
+More of the file system is visible only through explicit grants (``Sandbox.read_paths``,
+``Sandbox.write_paths``, their environment variables, a profile, ``%sandbox allow``); the
+grants are checked here (``check_grant``) and shown by ``%sandbox`` and the status bar.
 
-Confinement (``bwrap_argv``): the whole file system read-only, the workspace
-(the kernel's working directory) and the private ipc directory writable, a
-private ``/tmp``, ``/run`` and ``/dev``, a fresh ``/proc``; no network (only
-``lo``: the host's loopback is unreachable), its own pid, ipc and uts
-namespaces; credential files in the home directory hidden; it dies with us.
-Secret-looking environment variables never reach it (``child_env``), and
-``JPY_PARENT_PID`` is unset (with its own pid namespace ipykernel would take the
-missing parent for dead and exit at once). SIGINT would kill bwrap's monitor, so
-the derived spec asks for ``interrupt_mode: message``.
-
-Where bwrap or the namespaces it needs are missing, ``require_bwrap`` raises a
+Where bwrap, user namespaces or seccomp are missing, ``require_bwrap`` raises a
 ``ChildKernelError`` saying so: the child never silently runs unconfined.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
+import re
 import shutil
 import subprocess
-import sys
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
+from traitlets import List, Unicode, default
+from traitlets.config import LoggingConfigurable
+
+from oi_kernel import config
 from oi_kernel.errors import ChildKernelError
 from oi_kernel.safety.redact import is_secret_name
 
-CHILD_SPEC_NAME = "oi-child"
-
-# Credentials under $HOME that sandboxed code must not read (hidden when they exist).
-HIDDEN_IN_HOME = (
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".config/gh",
-    ".kube",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-)
-
+READ_ENV, WRITE_ENV = "OI_SANDBOX_READ", "OI_SANDBOX_WRITE"
 # Variables kept even though their names look secret (none of them hold a secret).
 _NOT_SECRET = frozenset({"SSH_AUTH_SOCK"})
+# Never granted: pseudo file systems, and (for writing) places whose files run code later.
+_NEVER = ("/proc", "/sys", "/dev")
+_NEVER_WRITE = ("/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/var",
+                "/opt", "/root", "/home", "/run", "/srv", "/tmp", "/var/tmp")
 
-_PROBE_FLAGS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
-_PROBE_FLAGS += ("--unshare-net", "--unshare-pid", "--die-with-parent")
+
+class SandboxError(ChildKernelError):
+    """The sandbox cannot be set up, or a grant is refused."""
+
+
+# ------------------------------------------------------------------ grants
+def check_grant(path: str, write: bool, home: str | None = None, cwd: str | None = None) -> str:
+    """The real path of a grant, or a SandboxError that says what to do instead."""
+    shown = path
+    path = os.path.expanduser(path.strip())
+    if not path:
+        raise SandboxError("An empty path cannot be granted.")
+    real = os.path.realpath(os.path.join(cwd or os.getcwd(), path))
+    if not os.path.exists(real):
+        raise SandboxError(f"Cannot grant {shown!r}: it does not exist ({real}). Create it "
+                           "first, or remove the grant (`%sandbox revoke PATH`).")
+    if any(real == p or real.startswith(p + "/") for p in _NEVER):
+        raise SandboxError(f"Cannot grant {shown!r}: {real} is a kernel file system the "
+                           "sandbox provides its own view of.")
+    if real == "/":
+        raise SandboxError("Cannot grant / (everything): grant the directories code needs.")
+    home = os.path.realpath(home or os.path.expanduser("~"))
+    if write and (real in _NEVER_WRITE or home == real or home.startswith(real + "/")):
+        raise SandboxError(
+            f"Cannot grant {shown!r} for writing: {real} holds files that run code outside "
+            "the sandbox later (shell startup files, Jupyter/IPython configuration, other "
+            "environments). Grant a subdirectory for writing, or this one read-only."
+        )
+    return real
+
+
+def _env_paths(name: str) -> list[str]:
+    return [p for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
+
+
+class Sandbox(LoggingConfigurable):
+    """What the sandboxed child may see besides the workspace: explicit grants."""
+
+    read_paths = List(
+        Unicode(),
+        config=True,
+        help="Files or directories the sandboxed child may read (nothing outside the "
+        "workspace and the Python installation is visible otherwise). Credentials in "
+        "$HOME stay hidden inside them. Env: OI_SANDBOX_READ (paths separated by "
+        f"'{os.pathsep}'). Magic: %sandbox allow PATH.",
+    )
+    write_paths = List(
+        Unicode(),
+        config=True,
+        help="Directories the sandboxed child may read and write besides the workspace. "
+        "Not $HOME or a system directory. Env: OI_SANDBOX_WRITE (paths separated by "
+        f"'{os.pathsep}'). Magic: %sandbox allow PATH --write.",
+    )
+
+    @default("read_paths")
+    def _read_default(self) -> list[str]:
+        return _env_paths(READ_ENV)
+
+    @default("write_paths")
+    def _write_default(self) -> list[str]:
+        return _env_paths(WRITE_ENV)
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
+        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    def resolved(self, home: str | None = None, cwd: str | None = None
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(read, write) as real paths; SandboxError naming the first bad grant."""
+        read = [check_grant(p, False, home, cwd) for p in self.read_paths]
+        write = [check_grant(p, True, home, cwd) for p in self.write_paths]
+        return tuple(dict.fromkeys(p for p in read if p not in write)), tuple(dict.fromkeys(write))
+
+    def allow(self, path: str, write: bool, cwd: str | None = None) -> tuple[str, bool]:
+        """Grant ``path`` (checked now); returns (real path, whether anything changed)."""
+        real = check_grant(path, write, cwd=cwd)
+        before = (list(self.read_paths), list(self.write_paths))
+        self.revoke(real, cwd=cwd)
+        if write:
+            self.write_paths = [*self.write_paths, real]
+        else:
+            self.read_paths = [*self.read_paths, real]
+        return real, before != (self.read_paths, self.write_paths)
+
+    def revoke(self, path: str, cwd: str | None = None) -> bool:
+        """Remove every grant of ``path``; whether there was one."""
+        target = os.path.realpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(path)))
+
+        def keep(paths: list[str]) -> list[str]:
+            return [p for p in paths if os.path.realpath(os.path.join(
+                cwd or os.getcwd(), os.path.expanduser(p))) != target]
+
+        read, write = keep(self.read_paths), keep(self.write_paths)
+        changed = (read, write) != (self.read_paths, self.write_paths)
+        self.read_paths, self.write_paths = read, write
+        return changed
 
 
 # ------------------------------------------------------------------ availability
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_PROBE_FLAGS = ("--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
+                "--proc", "/proc", "--unshare-net", "--unshare-pid", "--die-with-parent")
+
+
+@functools.lru_cache(maxsize=4)
+def bwrap_version(bwrap: str) -> tuple[int, ...]:
+    """bubblewrap's version (``(0, 8, 0)``); ``()`` when it cannot tell."""
+    try:
+        out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    match = _VERSION.search(out.stdout)
+    return tuple(int(g) for g in match.groups() if g is not None) if match else ()
+
+
 @functools.lru_cache(maxsize=4)
 def probe(bwrap: str = "bwrap") -> str:
-    """An empty string when bubblewrap can confine a process here, else what is missing.
+    """An empty string when the sandbox can work here, else what is missing.
 
-    Checked once per process (the answer is cached).
-    """
+    Checked once per process (cached): bubblewrap runs and can create its namespaces
+    without capabilities, and the kernel has seccomp filters. Landlock is not required
+    (without it bwrap runs the kernel as the sandbox's pid 1)."""
     path = shutil.which(bwrap)
     if path is None:
         return (
@@ -89,14 +184,19 @@ def probe(bwrap: str = "bwrap") -> str:
             "on Ubuntu 24.04), or a container forbids them (Docker: --security-opt "
             "seccomp=unconfined or run without the sandbox)."
         )
+    from oi_kernel.execution.confine import seccomp_available
+
+    if not seccomp_available():
+        return (f"this Linux kernel ({os.uname().release}, {os.uname().machine}) has no seccomp "
+                "filters the sandbox can use (CONFIG_SECCOMP_FILTER, x86_64 or aarch64).")
     return ""
 
 
 def require_bwrap(bwrap: str = "bwrap") -> str:
-    """The path of a working bwrap, or a ChildKernelError naming what is missing."""
+    """The path of a working bwrap, or a SandboxError naming what is missing."""
     problem = probe(bwrap)
     if problem:
-        raise ChildKernelError(
+        raise SandboxError(
             "The sandbox was requested (OI_SANDBOX=1 / c.ChildKernel.sandbox / %sandbox on) but "
             f"cannot be set up: {problem}\nCode will not run unsandboxed; turn the sandbox off "
             "with `%sandbox off` (or unset OI_SANDBOX) to run code without it."
@@ -104,67 +204,15 @@ def require_bwrap(bwrap: str = "bwrap") -> str:
     return shutil.which(bwrap) or bwrap
 
 
-# ------------------------------------------------------------------ pure parts
-def hidden_paths(home: str | os.PathLike[str]) -> list[tuple[str, bool]]:
-    """The credential paths under ``home`` that exist, each with ``True`` for a directory."""
-    out = []
-    for rel in HIDDEN_IN_HOME:
-        path = os.path.join(home, rel)
-        if os.path.lexists(path):
-            out.append((path, os.path.isdir(path)))
-    return out
+def mechanism() -> str:
+    """One line: what confines the child on this machine."""
+    from oi_kernel.execution.confine import landlock_abi
 
-
-def bwrap_argv(
-    bwrap: str,
-    workspace: str,
-    private_dir: str,
-    hidden: Sequence[tuple[str, bool]] = (),
-    extra_hidden_dirs: Sequence[str] = (),
-    empty_file: str = "",
-    readonly: Sequence[str] = (),
-) -> list[str]:
-    """bwrap and its confinement flags, ending with ``--`` (the command follows).
-
-    Later mounts override earlier ones: ``/tmp`` becomes private before the
-    workspace and the private directory (both often under /tmp) are bound back in,
-    and the credentials are hidden last, even inside a workspace that holds them:
-    directories under an empty tmpfs, files under ``empty_file`` (an empty regular
-    file; /dev/null would not do, bind mounts are ``nodev``).
-    """
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--tmpfs", "/tmp", "--tmpfs", "/run"]
-    for path in readonly:  # the Python installation, when it lives under /tmp or /run
-        argv += ["--ro-bind", path, path]
-    argv += ["--bind", workspace, workspace, "--bind", private_dir, private_dir]
-    for path in extra_hidden_dirs:
-        argv += ["--tmpfs", path]
-    for path, is_dir in hidden:
-        argv += ["--tmpfs", path] if is_dir else ["--ro-bind", empty_file, path]
-    argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-    argv += ["--die-with-parent", "--new-session", "--unsetenv", "JPY_PARENT_PID"]
-    argv += ["--chdir", workspace, "--"]
-    return argv
-
-
-_MASKED = ("/tmp", "/run")
-
-
-def masked_runtime_paths(extra: Sequence[str] = ()) -> list[str]:
-    """Directories the child's Python needs that the private /tmp and /run would hide
-    (a virtual environment or checkout under /tmp, as CI clones often are)."""
-    import oi_kernel
-
-    candidates = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-                  os.path.dirname(os.path.dirname(os.path.abspath(oi_kernel.__file__))),
-                  *sys.path, *extra]
-    found: list[str] = []
-    for path in sorted({os.path.realpath(p) for p in candidates if p}, key=len):
-        if not os.path.isdir(path) or not any(path.startswith(m + "/") for m in _MASKED):
-            continue
-        if not any(path == f or path.startswith(f + "/") for f in found):
-            found.append(path)
-    return found
+    abi = landlock_abi()
+    scope = (f"Landlock ABI {abi} keeps bwrap's pid 1 out of reach" if abi else
+             "no Landlock: the kernel runs as the sandbox's pid 1 (orphaned processes are "
+             "not reaped)")
+    return f"seccomp (no new unix sockets, no ptrace, no io_uring); {scope}"
 
 
 def child_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -172,104 +220,28 @@ def child_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k in _NOT_SECRET or not is_secret_name(k)}
 
 
-def resolve_python(argv: Sequence[str]) -> list[str]:
-    """argv with a bare ``python``/``python3`` replaced by our interpreter, as jupyter_client
-    does for argv[0] (it cannot once the command is wrapped)."""
-    names = {
-        "python",
-        f"python{sys.version_info[0]}",
-        f"python{sys.version_info[0]}.{sys.version_info[1]}",
-    }
-    argv = list(argv)
-    if argv and argv[0] in names:
-        argv[0] = sys.executable
-    return argv
+def grant_lines(grants: Sandbox) -> str:
+    """Markdown bullets: the read-only and the read-write grants."""
+    def listed(paths: list[str]) -> str:
+        return ", ".join(f"`{p}`" for p in paths) if paths else "none"
+
+    return (f"- read-only grants: {listed(list(grants.read_paths))}\n"
+            f"- read-write grants: {listed(list(grants.write_paths))}")
 
 
-# ------------------------------------------------------------------ the derived kernelspec
-def _base_spec(kernel_name: str) -> Any:
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    try:
-        return KernelSpecManager().get_kernel_spec(kernel_name)
-    except NoSuchKernel as exc:
-        raise ChildKernelError(
-            f"No kernelspec named '{kernel_name}' for the child kernel. Check "
-            "`jupyter kernelspec list`, or choose another with OI_CHILD_KERNEL / "
-            "c.ChildKernel.kernel_name."
-        ) from exc
-
-
-def _check_local(spec: Any, kernel_name: str) -> None:
-    provisioner = (spec.metadata or {}).get("kernel_provisioner", {}).get("provisioner_name")
-    if provisioner not in (None, "local-provisioner"):
-        raise ChildKernelError(
-            f"The child kernelspec '{kernel_name}' is started by the provisioner "
-            f"'{provisioner}', which may run it elsewhere: the sandbox and the memory limit only "
-            "apply to local kernels. Turn them off or choose a local kernelspec."
-        )
-
-
-def write_child_spec(
-    spec_root: str,
-    kernel_name: str,
-    *,
-    workspace: str,
-    private_dir: str,
-    sandbox: bool = False,
-    memory_limit: int = 0,
-    home: str | None = None,
-) -> str:
-    """Write the derived kernelspec under ``spec_root``; returns its name.
-
-    Raises ChildKernelError when the sandbox cannot work here or the base
-    kernelspec is missing or not local.
-    """
-    bwrap = require_bwrap() if sandbox else ""
-    base = _base_spec(kernel_name)
-    _check_local(base, kernel_name)
-    argv = resolve_python(base.argv)
-    if memory_limit:
-        from oi_kernel.execution.limits import launcher_argv
-
-        argv = launcher_argv(memory_limit, argv)
-    interrupt_mode = base.interrupt_mode
-    if sandbox:
-        from jupyter_core.paths import jupyter_runtime_dir
-
-        if os.path.realpath(workspace) == "/":
-            raise ChildKernelError(
-                "The sandbox makes the working directory writable, and it is / (everything). "
-                "Start Jupyter in a project directory, or set c.ChildKernel.cwd."
-            )
-
-        home = home if home is not None else os.path.expanduser("~")
-        runtime = jupyter_runtime_dir()  # other kernels' connection files (with their keys)
-        empty = Path(spec_root, "empty")
-        empty.parent.mkdir(parents=True, exist_ok=True)
-        empty.write_bytes(b"")
-        empty.chmod(0o444)
-        prefix = bwrap_argv(
-            bwrap,
-            os.path.realpath(workspace),
-            os.path.realpath(private_dir),
-            hidden_paths(home),
-            [runtime] if os.path.isdir(runtime) else [],
-            str(empty),
-            masked_runtime_paths([base.resource_dir]),
-        )
-        argv = prefix + argv
-        interrupt_mode = "message"
-    metadata = {k: v for k, v in (base.metadata or {}).items() if k != "kernel_provisioner"}
-    spec = {
-        "argv": argv,
-        "display_name": f"{base.display_name} (oi child)",
-        "language": base.language,
-        "interrupt_mode": interrupt_mode,
-        "env": dict(base.env or {}),
-        "metadata": metadata,
-    }
-    directory = Path(spec_root, CHILD_SPEC_NAME)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "kernel.json").write_text(json.dumps(spec, indent=1))
-    return CHILD_SPEC_NAME
+def describe(on: bool, workspace: str, grants: Sandbox, prefix: str = "%") -> str:
+    """Markdown for ``%sandbox``: on/off, what is visible, the grants and how to add one."""
+    if not on:
+        text = "Sandbox is **off**: Python runs with your own permissions and network."
+        if grants.read_paths or grants.write_paths:
+            text += f" Grants kept for when it is on:\n\n{grant_lines(grants)}"
+        return text
+    return (
+        "Sandbox is **on**: Python runs inside bubblewrap with no network and sees only the "
+        f"system and Python directories (read-only), `{workspace}` (read-write), a private "
+        "/tmp and an empty home directory. Unix sockets outside its own cannot be reached, "
+        "even in granted directories.\n\n"
+        f"{grant_lines(grants)}\n- protection: {mechanism()}\n\n"
+        f"`{prefix}sandbox allow PATH [--write]` grants more (Python restarts); "
+        f"`{prefix}sandbox revoke PATH` takes a grant back."
+    )

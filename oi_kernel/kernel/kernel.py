@@ -25,12 +25,14 @@ from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
 from oi_kernel.errors import OIError
 from oi_kernel.execution.runner import Execution
+from oi_kernel.kernel import cells
 from oi_kernel.kernel.child_proxy import COMM_TYPES, ChildProxy
 from oi_kernel.kernel.direct import LOG_DELAY_S, DirectCells
 from oi_kernel.session import commands, stdin
 from oi_kernel.session.assembly import build_session, kernel_kind
 from oi_kernel.session.frontend_comm import FrontendComms
-from oi_kernel.session.view import TurnView
+from oi_kernel.session.status import status_fields
+from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display
 
 
 def _skip_empty_flushes(*streams: Any) -> None:
@@ -81,6 +83,21 @@ class OIKernel(DirectCells, Kernel):
         choices = ["auto", "widget", "stdin"]
         return config.env_choice("OI_APPROVAL_UI", choices, "auto", help=help_text)
 
+    display = Enum(
+        list(DISPLAY_MODES),
+        config=True,
+        help="How the model's reply streams: 'live' (one display updated in place, as "
+        "JupyterLab and Notebook 7 show it), 'text' (printed as a stream: for clients that "
+        "do not update displays, such as jupyter console, nbclient and papermill), or "
+        "'auto': live when the frontend renders widgets, else text. `%display` changes it "
+        "for the session. Env: OI_DISPLAY.",
+    )
+
+    @default("display")
+    def _display_default(self) -> str:
+        help_text = self.traits()["display"].help
+        return config.env_choice("OI_DISPLAY", DISPLAY_MODES, "auto", help=help_text)
+
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""
         config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
@@ -102,14 +119,19 @@ class OIKernel(DirectCells, Kernel):
         self.oi = build_session(kernel_kind(), approver=approver, parent=self,
                                 runner_options={"request": self._child_request_id})
         self.oi.notify = self._notify
+        self.oi.display = self.display
         self.engine = self.oi.engine
         self.child = self.oi.child
+        own = getattr(self.parent, "abs_connection_file", "")  # its key drives this kernel
+        if own:
+            self.child.protected_paths.append(own)
         self.proxy = ChildProxy(self.session, lambda: self.iopub_socket, self.child,
                                 self.comm_manager, lambda: self._parent_msg,
                                 lambda: self.execution_count, self._on_widget_frontend)
         self.oi.runner.forward = self.proxy.on_iopub
         self.child.on_input = self._on_child_input
-        self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path)
+        self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path,
+                                      details=lambda: status_fields(self.oi))
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None
@@ -285,19 +307,15 @@ class OIKernel(DirectCells, Kernel):
         return ok
 
     async def _dispatch(self, code: str) -> dict[str, Any] | None:
-        stripped = code.lstrip()
-        if stripped.startswith("%%python"):
-            body = stripped.split("\n", 1)[1] if "\n" in stripped else ""
-            return await self.run_direct("python", body)
-        lines = [ln for ln in code.strip().splitlines() if ln.strip()]
-        if all(ln.lstrip().startswith("!") for ln in lines):
-            return await self.run_direct("shell", "\n".join(ln.lstrip() for ln in lines))
-        if all(ln.lstrip().startswith("%") for ln in lines):
+        kind, text = cells.classify(code)
+        if kind in ("python", "magic", "shell"):
+            return await self.run_direct("shell" if kind == "shell" else "python", text)
+        if kind == "commands":
             context = commands.CommandContext(self.oi, self._say, self._event_sink)
-            for line in lines:
-                await commands.run_command(context, line.strip().lstrip("%"))
+            for line in text.splitlines():
+                await commands.run_command(context, line.lstrip("%"))
             return None
-        await self.run_instruction(code.strip())
+        await self.run_instruction(text)
         return None
 
     def _say(self, text: str) -> None:
@@ -309,7 +327,10 @@ class OIKernel(DirectCells, Kernel):
         widgets = self._use_widgets()
         if widgets:
             self._ensure_widget_targets()
-        view = TurnView(self.publish, shows_code=not widgets)
+        # The card, or the stdin prompt, shows a block that needs approval.
+        view = TurnView(self.publish, shows_code=not (widgets or self._allow_stdin),
+                        live=live_display(self.oi.display, self._widget_frontend or widgets),
+                        pieces=self._allow_stdin)
         cell_id = self._parent_msg.get("metadata", {}).get("cellId")
         return self.frontend.watch(view, cell_id)
 
@@ -424,7 +445,7 @@ class OIKernel(DirectCells, Kernel):
             return None
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
-        return {"status": "complete"}
+        return cells.is_complete(code)
 
     async def do_history(
         self,

@@ -1,9 +1,15 @@
 """The LLM client: one chat request to the configured model, through litellm.
 
-``LLM.stream()`` sends one chat request, streams text deltas to a callback, assembles
-tool calls, retries transient failures (429, 5xx, connection refused) while nothing has
-streamed yet, and turns every litellm/openai/httpx exception into an ``LLMError`` whose
-message says how to fix it.
+``LLM.stream()`` sends one chat request, streams text and reasoning deltas to callbacks,
+assembles tool calls, retries transient failures (429, 5xx, connection refused) while
+nothing has streamed yet, and turns every litellm/openai/httpx exception into an
+``LLMError`` whose message says how to fix it; a server that rejects ``tools`` gives
+``LLMToolsUnsupportedError`` (remembered: the next requests go without them).
+
+Small-model mode (``small_model``): whether the engine treats the model as a small one
+(``core.small_model.SmallModelPolicy``). "auto" decides from the model's name, and from
+its server when the name does not say (``model_info``; asked once, off the event loop, in
+``prepare()`` before a turn's first request).
 
 Importing litellm costs seconds, so it happens lazily: in a daemon thread started by
 ``warm_up()``, or off the event loop on the first ``stream()``. Nothing here imports it
@@ -30,11 +36,12 @@ from oi_kernel.errors import (
     LLMRateLimitError,
     LLMStreamCutError,
     LLMTimeoutError,
+    LLMToolsUnsupportedError,
     NotConfiguredError,
 )
-from oi_kernel.llm import boundary
+from oi_kernel.llm import boundary, model_info, providers
 from oi_kernel.llm import local as local_model
-from oi_kernel.llm.failures import Failure, classify, key_variables
+from oi_kernel.llm.failures import Failure, classify, key_variables, tools_rejected
 from oi_kernel.llm.stream import CallbackError, Stream
 
 PLACEHOLDER_KEY = "no-key-needed"
@@ -75,6 +82,20 @@ class LLM(Configurable):
         markdown. Default: $OI_TOOL_MODE or "auto".""",
     ).tag(config=True)
 
+    small_model = Enum(
+        ["auto", "on", "off"],
+        "auto",
+        help="""Small-model mode: a short prompt with worked examples close to the instruction,
+        the instruction's values named, drafts checked before you are asked, compact error
+        feedback, fenced code instead of tool calls (with tool_mode "auto"), a reply that is
+        only code recognised as code, and at most c.Engine.small_model_max_steps LLM calls per
+        instruction. "auto": on for the embedded model and for models known to have up to
+        ~8B parameters, from their name (qwen2.5-coder:1.5b, Llama-3.2-3B-Instruct, phi3:mini,
+        a bare llama3.2) or, when the name does not say, from their server (Ollama's
+        /api/show, an OpenAI-compatible server's /v1/models). `%model` shows the mode and
+        why. Default: $OI_SMALL_MODEL or "auto".""",
+    ).tag(config=True)
+
     request_timeout = Float(
         120.0,
         help="""Seconds to wait for the server to connect, answer, or send the next piece of
@@ -86,6 +107,12 @@ class LLM(Configurable):
         help="""Retries after HTTP 429, 5xx or a refused connection, with exponential backoff
         from 0.5 s (or the server's Retry-After, up to 30 s). Only before any text arrived.""",
     ).tag(config=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._no_tools: dict[tuple[str, str], str] = {}  # (model, api_base) -> what it said
+        self._told_small: set[tuple[str, str]] = set()  # small-model notices given
+        self._plain_sampling: set[tuple[str, str]] = set()  # servers refusing repeat_penalty
 
     @default("model")
     def _default_model(self) -> str:
@@ -106,6 +133,11 @@ class LLM(Configurable):
             "OI_TOOL_MODE", ["auto", "tools", "markdown"], "auto", help=help_text
         )
 
+    @default("small_model")
+    def _default_small_model(self) -> str:
+        help_text = self.traits()["small_model"].help
+        return config.env_choice("OI_SMALL_MODEL", ["auto", "on", "off"], "auto", help=help_text)
+
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""
         config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
@@ -116,7 +148,7 @@ class LLM(Configurable):
         """Raise NotConfiguredError when no model is set."""
         if not self.model.strip():
             raise NotConfiguredError(footer=local_model.unavailable_hint())
-        if self.is_small_model:
+        if self.is_embedded:
             local_model.check_usable(self.model, parent=self)
 
     # -- the embedded offline model (local/..., see local_model.py)
@@ -131,16 +163,82 @@ class LLM(Configurable):
         return local_model.MODEL_NAME
 
     def take_notice(self) -> str:
-        """A message to show the user once (e.g. that the embedded model is in use)."""
+        """A message to show the user once (e.g. that the embedded model is in use, or that
+        small-model mode turned itself on for this model)."""
         if self.model != local_model.MODEL_NAME:
             self._pending_notice = ""
         notice, self._pending_notice = getattr(self, "_pending_notice", ""), ""
+        key = (self.model, self.api_base)
+        if not notice and self.small_model == "auto" and not self.is_embedded \
+                and key not in self._told_small and self.is_small_model:
+            self._told_small.add(key)
+            notice = (f"Small-model mode is on for `{self.model}`: {self.small_model_verdict()[1]}. "
+                      "It gives the model worked examples, checks its drafts and asks for "
+                      "fenced code; `%model` says more, OI_SMALL_MODEL=off turns it off.")
         return notice
 
     @property
-    def is_small_model(self) -> bool:
-        """Small models get a short prompt and write fenced code (no tool calls)."""
+    def is_embedded(self) -> bool:
+        """Whether the model is the embedded one (``local/...``, run in this process)."""
         return local_model.is_local(self.model)
+
+    @property
+    def is_small_model(self) -> bool:
+        """Whether small-model mode is on (see ``small_model``)."""
+        return self.small_model_verdict()[0]
+
+    def small_model_verdict(self) -> tuple[bool, str]:
+        """(on, why) for small-model mode, from what is known now (no I/O)."""
+        if self.small_model == "on":
+            return True, "on (c.LLM.small_model / OI_SMALL_MODEL)"
+        if self.small_model == "off":
+            return False, "off (c.LLM.small_model / OI_SMALL_MODEL)"
+        if self.is_embedded:
+            return True, "auto: the embedded model (SmolLM2-135M)"
+        size = self.model_size()
+        if size is None:
+            return False, ("auto: the model's size is not known from its name or server, so it "
+                           "is treated as a capable model (OI_SMALL_MODEL=on for a small one)")
+        if size.small:
+            return True, f"auto: {size.describe()}, up to ~8B counts as small"
+        return False, f"auto: {size.describe()}, more than ~8B"
+
+    def model_size(self) -> model_info.Size | None:
+        """The model's size as far as it is known: its name (a size in it), its server (once
+        ``prepare()`` asked), or the size its bare name has by default."""
+        by_name = model_info.size_from_name(self.model)
+        if by_name is not None and by_name.source == "name":
+            return by_name
+        info = self._server_info()
+        if info is not None and info.size is not None:
+            return info.size
+        return by_name
+
+    def _probe_key(self) -> tuple[str, str, str]:
+        model = self.model.strip()
+        provider = providers.provider_of(model)
+        if not provider and self.api_base:
+            provider = "openai"
+        name = model.split("/", 1)[1] if "/" in model and provider else model
+        return provider, name, self.api_base
+
+    def _server_info(self) -> model_info.ServerInfo | None:
+        return model_info.cached(*self._probe_key())
+
+    def _worth_probing(self) -> bool:
+        """Ask the server about the model (context, tools, size): Ollama (litellm would ask
+        it anyway) and any server at an explicit api_base; hosted providers never."""
+        provider, _, _ = self._probe_key()
+        if self.is_embedded or model_info.was_probed(*self._probe_key()):
+            return False
+        return provider in model_info.OLLAMA_PROVIDERS or (
+            bool(self.api_base) and provider == "openai")
+
+    async def learn_about_model(self) -> None:
+        """Ask the model's server what the name does not say (once per server and model;
+        a short timeout; off the event loop)."""
+        if self.model.strip() and self._worth_probing():
+            await asyncio.to_thread(model_info.probe, *self._probe_key())
 
     def secrets(self) -> list[str]:
         """Key values to mask in anything shown or logged: api_key and every *_API_KEY."""
@@ -162,10 +260,15 @@ class LLM(Configurable):
 
     def uses_tools(self) -> bool:
         """Whether to offer the execute tool (True) or expect fenced code (False)."""
-        if self.is_small_model:  # the embedded provider has no function calling
+        if self.is_embedded or self.tools_refused():  # no function calling there
             return False
         if self.tool_mode != "auto":
             return self.tool_mode == "tools"
+        if self.is_small_model:  # the worked examples and the short prompt are fenced code
+            return False
+        info = self._server_info()
+        if info is not None and info.tools is not None:  # the server said (Ollama)
+            return info.tools
         model = self.resolved_model()
         if self.api_base and model.startswith("openai/"):
             return True
@@ -176,9 +279,18 @@ class LLM(Configurable):
 
     # -- context accounting (used by the engine's context budget)
 
+    def tools_refused(self) -> str:
+        """What the server said when it rejected tools for this model ("" if it did not)."""
+        return self._no_tools.get((self.model, self.api_base), "")
+
     async def prepare(self) -> None:
-        """Make sure litellm is imported, without blocking the event loop."""
-        await boundary.load_async()
+        """Make sure litellm is imported and the model's server asked about it (once),
+        without blocking the event loop."""
+        litellm = await boundary.load_async()
+        await self.learn_about_model()
+        model = self.resolved_model() if self.model.strip() else ""
+        if providers.is_ollama(model):
+            providers.register_ollama(litellm, model, self._server_info())
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` with litellm's bundled cl100k encoding (offline; approximate
@@ -187,8 +299,11 @@ class LLM(Configurable):
 
     def context_window(self) -> int | None:
         """The model's input limit according to litellm's (local) model map, if known."""
-        if self.is_small_model:
+        if self.is_embedded:
             return local_model.get_model(self).n_ctx
+        info = self._server_info()
+        if info is not None and info.context:
+            return info.context
         try:
             info = boundary.load().get_model_info(self.resolved_model())
         except Exception:
@@ -211,23 +326,37 @@ class LLM(Configurable):
         on_text: Callable[[str], None] | None = None,
         on_retry: Callable[[str], None] | None = None,
         sampling: dict[str, Any] | None = None,
+        on_reasoning: Callable[[str], None] | None = None,
     ) -> Reply:
         """Send ``messages`` and stream the answer; see the module docstring. ``sampling``
-        overrides request parameters for this call (e.g. ``temperature`` and ``seed``)."""
+        overrides request parameters for this call (e.g. ``temperature`` and ``seed``);
+        ``on_reasoning`` gets the model's reasoning as it streams (``on_text`` never does)."""
         self.check_configured()
         litellm = await boundary.load_async()
-        if self.is_small_model:
+        if self.is_embedded:
             local_model.register(litellm, parent=self)
         model = self.resolved_model()
         kwargs = {**self._request_kwargs(model, messages, tools), **(sampling or {})}
+        # The embedded model ends its replies after the first code block itself.
+        stop_after_block = self.is_small_model and not self.is_embedded and not tools
         attempts = self.max_retries + 1
-        for attempt in range(1, attempts + 1):
-            stream = Stream(on_text)
+        attempt = 0
+        while attempt < attempts:
+            attempt += 1
+            stream = Stream(on_text, on_reasoning, stop_after_block)
             try:
                 return await stream.run(litellm, kwargs)
             except CallbackError as exc:
                 raise exc.original from None
             except Exception as exc:
+                if not stream.started and providers.drop_rejected_sampling(kwargs, exc):
+                    self._plain_sampling.add((self.model, self.api_base))
+                    attempt -= 1  # a server that takes no repeat_penalty: ask again without it
+                    continue
+                if tools and not stream.started and (said := tools_rejected(exc)):
+                    self._remember_no_tools(said)
+                    raise LLMToolsUnsupportedError(
+                        f"The server does not take tools for {self.model!r}: {said}") from exc
                 failure = classify(litellm, exc)
                 delay = None if stream.started else failure.retry_delay(attempt)
                 if delay is None or attempt == attempts:
@@ -239,10 +368,13 @@ class LLM(Configurable):
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
+    def _remember_no_tools(self, said: str) -> None:
+        self._no_tools[(self.model, self.api_base)] = said
+
     def _request_kwargs(self, model: str, messages: list[dict], tools: list[dict] | None) -> dict:
         kwargs: dict[str, Any] = {
             "model": model,
-            "messages": messages,
+            "messages": providers.request_messages(model, messages),
             "stream": True,
             "stream_options": {"include_usage": True},
             "temperature": self.temperature,
@@ -253,7 +385,11 @@ class LLM(Configurable):
         if tools:
             kwargs["tools"] = tools
         if self.api_base:
-            kwargs["api_base"] = self.api_base
+            kwargs["api_base"] = providers.api_base_for(model, self.api_base)
+        if self.is_small_model and not self.is_embedded:
+            kwargs["max_tokens"] = local_model.LocalModel.max_tokens.default_value
+            if (self.model, self.api_base) not in self._plain_sampling:
+                kwargs.update(providers.no_repeat_penalty(model, self.api_base))
         if self.api_key:
             kwargs["api_key"] = self.api_key
         elif self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):

@@ -4,6 +4,8 @@ litellm, openai, httpx and aiohttp exceptions classified without importing most 
 from __future__ import annotations
 
 import email.utils
+import json
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -110,12 +112,37 @@ def _status(exc: BaseException) -> int | None:
 
 
 def _detail(exc: BaseException) -> str:
-    """The provider's message without litellm's "litellm.X: X: OpenAIException - " prefixes."""
+    """The provider's message without litellm's "litellm.X: X: OpenAIException - " prefixes;
+    from a JSON body shown as bytes (Anthropic), or from the cause's plain-text body when
+    litellm kept only "Error code: 400"."""
     text = str(getattr(exc, "message", "") or exc).strip()
     for sep in ("Exception - ", "Error - "):
         if sep in text:
             text = text.split(sep, 1)[1]
+    text = _message_in_body(text) or text
+    if re.fullmatch(r"Error code: \d+", text):
+        for e in _chain(exc):
+            body = getattr(e, "body", None)
+            if isinstance(body, str) and body.strip():
+                text = body.strip()
+                break
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _message_in_body(text: str) -> str:
+    """The error message inside ``b'{"type": "error", "error": {"message": ...}}'``."""
+    if not text.startswith(("b'", 'b"')):
+        return ""
+    try:
+        import ast
+
+        raw = ast.literal_eval(text.split("\n", 1)[0])
+        body = json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, SyntaxError, json.JSONDecodeError, AttributeError):
+        return ""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return str(message) if message else ""
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -157,3 +184,49 @@ def key_variables(litellm: ModuleType, model: str) -> list[str]:
         return [f"{provider.upper()}_API_KEY"] if provider else []
     except Exception:
         return []
+
+
+# What servers say when they do not take ``tools`` (Ollama, vLLM, llama.cpp's llama-server,
+# OpenRouter, LM Studio, ...), matched in lower case.
+_NO_TOOLS_RE = re.compile(
+    r"does not support tools|tools? (?:are |is )?not supported|not support(?:ed)? (?:for )?tools"
+    r"|requires --jinja|enable-auto-tool-choice|tool[ _]choice|tool use is not supported"
+    r"|no endpoints found that support tool use|unsupported param(?:eter)?s?:? ?['\"]?tools"
+    r"|unrecognized .*\btools\b|extra_forbidden.*\btools\b|unknown (?:field|parameter).*\btools\b"
+)
+_NO_TOOLS_STATUS = frozenset({400, 404, 422, 500, 501})
+
+
+def tools_rejected(exc: BaseException) -> str | None:
+    """The server's words when ``exc`` says it does not take ``tools``, else None.
+
+    The real status may sit deep in the chain (litellm reports every HTTP error of
+    Ollama's native API as a 500 APIConnectionError whose cause holds the 400), and the
+    message in a cause's body (a plain-text body leaves only "Error code: 400" in the
+    exception's own text), so both are read from the whole chain. A bare 400 alone is not
+    enough: it is as often a context overflow or a malformed message."""
+    statuses = [s for e in _chain(exc) if (s := _status(e)) is not None]
+    if statuses and statuses[-1] not in _NO_TOOLS_STATUS and statuses[0] not in _NO_TOOLS_STATUS:
+        return None
+    for text in chain_texts(exc):
+        if _NO_TOOLS_RE.search(text.lower()):
+            return _detail_text(text)
+    return None
+
+
+def chain_texts(exc: BaseException) -> list[str]:
+    """The messages and error bodies of ``exc`` and everything it was raised from."""
+    texts: list[str] = []
+    for e in _chain(exc):
+        texts.append(str(getattr(e, "message", "") or e))
+        body = getattr(e, "body", None)
+        if body is not None:
+            texts.append(body if isinstance(body, str) else json.dumps(body, default=str))
+    return texts
+
+
+def _detail_text(text: str) -> str:
+    for sep in ("Exception - ", "Error - "):
+        if sep in text:
+            text = text.split(sep, 1)[1]
+    return text.strip().splitlines()[0][:300] if text.strip() else "tools are not supported"

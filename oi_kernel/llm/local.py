@@ -20,7 +20,6 @@ import atexit
 import contextlib
 import importlib.util
 import os
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -30,6 +29,7 @@ from typing import Any
 from traitlets import Bool, Integer, Unicode, default
 from traitlets.config import Configurable
 
+from oi_kernel.core.codeblocks import first_block_end
 from oi_kernel.errors import ConfigError
 
 PROVIDER = "local"
@@ -240,7 +240,7 @@ class LocalModel(Configurable):
             choice = chunk["choices"][0]
             piece = choice.get("delta", {}).get("content") or ""
             if piece:
-                end = _block_end(text + piece) if self.stop_after_code_block else None
+                end = first_block_end(text + piece) if self.stop_after_code_block else None
                 if end is not None:
                     piece = (text + piece)[len(text) : end]
                 text += piece
@@ -261,16 +261,6 @@ class LocalModel(Configurable):
                 "total_tokens": prompt + completion,
             },
         }
-
-
-_CLOSED_BLOCK = re.compile(r"^```[^`\n]*\n.*?^```[ \t]*\n", re.MULTILINE | re.DOTALL)
-
-
-def _block_end(text: str) -> int | None:
-    """Where the first complete fenced code block of ``text`` ends (its closing fence
-    included, once the line after it has begun), or None."""
-    match = _CLOSED_BLOCK.search(text)
-    return match.end() - 1 if match else None
 
 
 @contextlib.contextmanager

@@ -17,6 +17,8 @@ class ReplayDivergedError(OIError):
 class RecordedLLM(LLM):
     """An LLM that answers with a recorded turn's replies, in order; never calls a model."""
 
+    is_recorded = True  # no model is called: the policy's allowed models do not apply
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.turn: Any = None  # a RecordedTurn: .index, .tools, .replies
@@ -33,6 +35,16 @@ class RecordedLLM(LLM):
 
     def uses_tools(self) -> bool:
         return self.turn.tools if self.turn is not None else True
+
+    def small_model_verdict(self) -> tuple[bool, str]:
+        """Small-model mode as recorded for the turn (older logs: decided by the name)."""
+        small = getattr(self.turn, "small", None)
+        if small is None:
+            return super().small_model_verdict()
+        return bool(small), "as recorded in the session log"
+
+    def take_notice(self) -> str:
+        return ""
 
     async def prepare(self) -> None:
         """Nothing to load: litellm is never imported by a replay."""
@@ -53,6 +65,7 @@ class RecordedLLM(LLM):
         on_text: Any = None,
         on_retry: Any = None,
         sampling: dict[str, Any] | None = None,  # a recorded reply is what it was
+        on_reasoning: Any = None,
     ) -> Reply:
         turn = self.turn
         recorded = turn.replies if turn is not None else []
@@ -71,6 +84,8 @@ class RecordedLLM(LLM):
             )
         reply = _reply(record)
         reply.model = self.model
+        if on_reasoning is not None and reply.reasoning:
+            on_reasoning(reply.reasoning)
         if on_text is not None and reply.text:
             on_text(reply.text)
         return reply
@@ -93,4 +108,5 @@ def _reply(r: dict[str, Any]) -> Reply:
         ),
         latency_s=float(r.get("latency_s") or 0.0),
         finish_reason=r.get("finish_reason"),
+        reasoning=str(r.get("reasoning") or ""),
     )

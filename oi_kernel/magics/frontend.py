@@ -62,6 +62,11 @@ class TerminalFrontend:
         self._open: str | None = None  # display_id whose last line is still being written
 
     def publish(self, msg_type: str, content: dict[str, Any]) -> None:
+        if msg_type == "stream":  # a reply printed as it streams (text display)
+            sys.stdout.write(content.get("text", ""))
+            sys.stdout.flush()
+            self._open = None
+            return
         text = (content.get("data") or {}).get("text/plain", "")
         display_id = (content.get("transient") or {}).get("display_id")
         before = self._shown.get(display_id, "") if display_id else ""

@@ -35,12 +35,12 @@ from traitlets import Enum, default
 from oi_kernel import config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
-from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError
+from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
-from oi_kernel.session.view import TurnView
+from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
 _LINE_RE = re.compile(r"%oi(?=\s|$)")
@@ -82,6 +82,20 @@ class OIMagics(Magics):
         return config.env_choice("OI_APPROVAL_UI", ["auto", "widget", "stdin"], "auto",
                                  help=help_text)
 
+    display = Enum(
+        list(DISPLAY_MODES),
+        config=True,
+        help="How the model's reply streams: 'live' (one display updated in place), 'text' "
+        "(printed as a stream, for clients that do not update displays: jupyter console, "
+        "nbclient, papermill), or 'auto': live when the approval card is used, else text. "
+        "`%oi display` changes it for the session. Env: OI_DISPLAY.",
+    )
+
+    @default("display")
+    def _display_default(self) -> str:
+        help_text = self.traits()["display"].help
+        return config.env_choice("OI_DISPLAY", DISPLAY_MODES, "auto", help=help_text)
+
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
         self.guard = InterruptGuard(_run_code_codes(shell))
@@ -98,6 +112,7 @@ class OIMagics(Magics):
         )
         self.oi = build_session("magic", approver=approver, executor=executor, parent=self)
         self.oi.notify = lambda text: _say(text)
+        self.oi.display = self.display
         self.engine = self.oi.engine
         self.transformer = _cell_transformer(shell)
         self._running = False
@@ -109,8 +124,10 @@ class OIMagics(Magics):
         if kernel is None or not hasattr(kernel, "iopub_socket"):
             return None
         from oi_kernel.session.frontend_comm import FrontendComms
+        from oi_kernel.session.status import status_fields
 
-        comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic")
+        comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic",
+                              details=lambda: status_fields(self.oi))
         comms.register_target(getattr(kernel, "comm_manager", None))
         return comms
 
@@ -131,7 +148,11 @@ class OIMagics(Magics):
 
     def _view(self, frontend: KernelFrontend | TerminalFrontend) -> Any:
         """Where a turn's events go in the current cell."""
-        view: Any = TurnView(frontend.publish, shows_code=not frontend.widgets)
+        # The card, or the stdin prompt, shows a block that needs approval.
+        view: Any = TurnView(frontend.publish,
+                             shows_code=not (frontend.widgets or frontend.has_stdin()),
+                             live=live_display(self.oi.display, frontend.widgets),
+                             pieces=frontend.has_stdin())
         if self.comms is not None and isinstance(frontend, KernelFrontend):
             view = self.comms.watch(view, frontend.cell_id)
         return view
@@ -190,12 +211,15 @@ class OIMagics(Magics):
         engine = self.engine
         saved = (engine.approval, engine.max_steps, engine.llm.model)
         try:
-            if args.yes:
-                engine.approval = "never"
-            if args.model:
-                engine.llm.model = args.model
-            if args.max_steps is not None:
-                engine.max_steps = args.max_steps
+            try:
+                if args.yes:
+                    engine.approval = "never"
+                if args.model:
+                    engine.llm.model = args.model
+                if args.max_steps is not None:
+                    engine.max_steps = args.max_steps
+            except PolicyError as exc:  # the administrator's policy refuses the option
+                raise UsageError(str(exc)) from None
             yield
         finally:
             engine.approval, engine.max_steps, engine.llm.model = saved

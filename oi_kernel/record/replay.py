@@ -48,6 +48,7 @@ class RecordedTurn:
     instruction: str
     replies: list[dict[str, Any]] = field(default_factory=list)  # llm_response / llm_error
     tools: bool = True
+    small: bool | None = None  # small-model mode (None: not recorded, older logs)
     proposals: dict[int, dict[str, Any]] = field(default_factory=dict)
     decisions: dict[int, dict[str, Any]] = field(default_factory=dict)
     executions: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -93,6 +94,8 @@ def _add_to_turn(turn: RecordedTurn, r: dict[str, Any]) -> None:
     event, step = r.get("event"), r.get("step")
     if event == "llm_request":
         turn.tools = bool(r.get("tools", True))
+        if "small" in r:
+            turn.small = bool(r["small"])
     elif event in ("llm_response", "llm_error"):
         turn.replies.append(r)
     elif event == "code_proposed":

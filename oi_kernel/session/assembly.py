@@ -6,7 +6,8 @@ of is built here, once: the LLM client, the child kernel and its runner (unless 
 front door brings its own executor), the engine, the one ``SecretSet`` that masks output
 before the LLM, the session log, saved conversations and exports, the session log itself
 (opened lazily, the only place one is opened), the notice when the child restarted, the
-configuration problems to show, and the start-up profile.
+configuration problems to show, the start-up profile, and the administrator's policy
+(``session.policy``, applied by ``session.policy_rules``).
 
     session = build_session("kernel", approver=card, parent=kernel, forward=relay)
     await session.engine.run_turn(text, sink)
@@ -71,6 +72,11 @@ class Session:
         self.logging = logging
         self.session_id = session_id
         self.notify: Callable[[str], None] = lambda text: None  # the front door shows notices
+        self.policy: Any = None  # the administrator's policy (session.policy.Policy)
+        self.policy_notices: list[str] = []  # what the policy changed, shown once
+        # How replies stream: "live" (updated in place), "text" (printed) or "auto" (live
+        # where widgets render); the front door sets it from its config, %display changes it.
+        self.display = "auto"
         self._log: Any = None
 
     @property
@@ -155,10 +161,15 @@ class Session:
                 except Exception:  # a broken default is reported by its own check
                     pass
         problems = config.take_warnings()
-        if not problems:
-            return ""
-        return ("Configuration problems (the defaults are used instead):\n"
-                + "".join(f"- {p}\n" for p in problems))
+        text = ""
+        if problems:
+            text = ("Configuration problems (the defaults are used instead):\n"
+                    + "".join(f"- {p}\n" for p in problems))
+        notices, self.policy_notices = self.policy_notices, []
+        if notices:
+            text += ("The administrator's policy applies:\n"
+                     + "".join(f"- {n}\n" for n in notices))
+        return text
 
     def warm_up(self) -> None:
         """Start importing litellm in the background (seconds): the first request need
@@ -181,13 +192,24 @@ def build_session(
     log_dir: str | os.PathLike[str] | None = None,
     logging: bool = True,
     session_id: str | None = None,
+    policy: Any = None,
 ) -> Session:
     """Assemble a session for a front door (see the module docstring).
 
     ``parent`` is the configurable whose config applies (the kernel, the magics).
     Without ``executor`` the code runs in a child kernel (``child_options`` for
     ``ChildKernel``, ``runner_options`` for ``ChildRunner``: ``forward``, ``request``).
+    ``policy`` replaces the administrator's policy files (tests). Options that would
+    lower the policy raise ``PolicyError``.
     """
+    from oi_kernel.session import policy_rules
+    from oi_kernel.session.policy import load_policy
+
+    policy = load_policy() if policy is None else policy
+    if kind == "replay" and policy.log_dir:
+        logging = True  # replaying runs code: it is logged like any session
+    policy_rules.check_keywords(policy, engine_options, child_options, logging)
+    notices: list[str] = []
     door = FRONT_DOORS[kind]
     if door.owns_process:
         from oi_kernel.llm.boundary import own_process
@@ -200,10 +222,16 @@ def build_session(
     child = runner = None
     session_ref: list[Session] = []
     if executor is None:
-        from oi_kernel.execution.child import ChildKernel
+        from oi_kernel.execution.placement import new_child_kernel
         from oi_kernel.execution.runner import ChildRunner
 
-        child = ChildKernel(parent=parent, **(child_options or {}))
+        choose = policy_rules.gateway_choice(policy, notices)
+        child = new_child_kernel(parent, choose_gateway=choose,
+                                 **(child_options or {}))
+        if logging:  # the audit log is never the sandboxed child's to read or change
+            from oi_kernel.record.session_log import default_log_dir
+
+            child.protected_paths.append(str(log_dir or default_log_dir()))
         runner = ChildRunner(child, on_restart=lambda: session_ref[0].child_restarted(),
                              **(runner_options or {}))
         executor = runner
@@ -214,6 +242,9 @@ def build_session(
     session = Session(kind, engine, child=child, runner=runner, log_dir=log_dir,
                       logging=logging, session_id=session_id or _session_id_from_env(kind))
     session_ref.append(session)
+    session.policy_notices = notices + policy_rules.enforce(session, policy)
+    if hasattr(child, "notify"):  # a gateway child says when it reconnected
+        child.notify = lambda text: session.notify(text)
     if door.profiles:
         from oi_kernel.session.profile_state import apply_startup
 

@@ -113,6 +113,7 @@ HELP_INTRO = {
 }
 HELP_EXTRA = {
     "%": ("| `%%python` | run the rest of the cell as Python, without the model |\n"
+          "| `%%bash`, `%%html`, ... | any other cell magic, run as IPython runs it |\n"
           "| `!cmd` | run a shell command, without the model |\n"),
     "%oi ": "",
 }
@@ -129,17 +130,56 @@ def _help(ctx: CommandContext, arg: str) -> None:
             f"{rows}{HELP_EXTRA.get(ctx.prefix, '')}")
 
 
+@command("status", "", "show where code runs, the model, approval, limits, the log and "
+         "the administrator's policy")
+def _status(ctx: CommandContext, arg: str) -> None:
+    from oi_kernel.session.status import status_markdown
+
+    ctx.say(status_markdown(ctx.session))
+
+
 # ----------------------------------------------------------------------------- model and policy
-@command("model", "[NAME]", "show the model, or set it (a litellm model name)")
-def _model(ctx: CommandContext, arg: str) -> None:
+@command("model", "[NAME]", "show the model and its small-model mode, or set the model "
+         "(a litellm model name)")
+async def _model(ctx: CommandContext, arg: str) -> None:
     llm = ctx.session.llm
     if arg:
         llm.model = arg
-        ctx.say(f"Model set to `{arg}`.")
-        return
     where = f" at `{llm.api_base}`" if llm.api_base else ""
-    ctx.say(f"Model: `{llm.model or '(none configured: set OI_MODEL, or ' + ctx.prefix + 'model NAME)'}`"
-            f"{where}")
+    if not llm.model.strip():
+        ctx.say(f"Model: (none configured: set OI_MODEL, or {ctx.prefix}model NAME){where}")
+        return
+    head = f"Model set to `{llm.model}`{where}." if arg else f"Model: `{llm.model}`{where}."
+    try:
+        await llm.prepare()  # imports litellm off the event loop; asks the server once
+    except Exception as exc:  # the description must not fail over a server that is down
+        head += f" (Could not ask about it: {exc})"
+    ctx.say(head + "\n\n" + model_description(llm, ctx.session.engine))
+
+
+def model_description(llm: Any, engine: Any) -> str:
+    """Small-model mode and how the model proposes code, each with the reason."""
+    on, why = llm.small_model_verdict()
+    lines = [f"- Small-model mode: **{'on' if on else 'off'}**, {why}."]
+    if on:
+        lines.append("  The model gets a short prompt with worked examples close to the "
+                     "instruction, its drafts are checked before you are asked, a reply that is "
+                     "only code is recognised as code, and each instruction gets at most "
+                     f"{engine.step_limit()} LLM calls.")
+    if llm.is_embedded:
+        code = "fenced code blocks (the embedded model has no tool calls)"
+    elif said := llm.tools_refused():
+        code = f"fenced code blocks: the server rejected tools ({said})"
+    elif llm.uses_tools():
+        code = "the execute tool (function calling)"
+    elif llm.tool_mode == "markdown":
+        code = "fenced code blocks (tool_mode markdown)"
+    elif on:
+        code = "fenced code blocks (small-model mode; OI_TOOL_MODE=tools for tool calls)"
+    else:
+        code = "fenced code blocks (the model does not support tool calls)"
+    lines.append(f"- Code comes as {code}.")
+    return "\n".join(lines)
 
 
 @command("auto_run", "on|off", "run code without asking (on), or ask for each block (off)")
@@ -163,6 +203,16 @@ def _approval(ctx: CommandContext, arg: str) -> None:
             raise ctx.usage("approval always|risky|never")
         engine.approval = arg
     ctx.say(f"Approval policy: `{engine.approval}`.")
+
+
+@command("display", "auto|live|text", "how replies stream: updated in place (live), printed "
+         "as text (text: terminals, papermill), or live where widgets render (auto)")
+def _display(ctx: CommandContext, arg: str) -> None:
+    if arg:
+        if arg not in {"auto", "live", "text"}:
+            raise ctx.usage("display auto|live|text")
+        ctx.session.display = arg
+    ctx.say(f"Display: `{ctx.session.display}`.")
 
 
 @command("max_steps", "[N]", "show or set the cap on LLM calls per instruction")
@@ -199,35 +249,64 @@ def _limits(ctx: CommandContext, arg: str) -> None:
     ctx.say("| limit | value |\n|---|---|\n" + "\n".join(rows))
 
 
-@command("sandbox", "on|off", "run Python in a sandbox (no network, writes only here)",
+@command("sandbox", "[on|off | allow PATH [--write] | revoke PATH]",
+         "run Python in a sandbox (no network, sees only this directory and what you grant)",
          needs_child=True)
 async def _sandbox(ctx: CommandContext, arg: str) -> None:
     import os
 
-    session, child = ctx.session, ctx.session.child
-    value = arg.lower()
-    if value and value not in ON | OFF:
-        raise ctx.usage("sandbox on|off")
-    want = value in ON
-    restart = bool(value) and (want != child.sandbox or not child.is_running)
-    if restart:
-        if want:
-            from oi_kernel.execution.sandbox import require_bwrap
+    from oi_kernel.execution import sandbox
 
-            require_bwrap()  # refuse before touching the running child
-        child.sandbox = want
-        await session.restart_child(f"{ctx.prefix}sandbox {'on' if want else 'off'}",
-                                    wait=True, sandbox=want)
+    session, child = ctx.session, ctx.session.child
+    if child.gateway_url:
+        ctx.say(f"Python runs on the gateway `{child.gateway_url}`: sandboxing is **the "
+                "gateway's job** there (the confinement its kernelspec sets up), so "
+                f"`{ctx.prefix}sandbox` does not apply. `{ctx.prefix}status` shows where code "
+                "runs.")
+        return
+    usage = "sandbox [on|off | allow PATH [--write] | revoke PATH]"
+    words = shlex.split(arg)
+    verb = words[0].lower() if words else ""
     where = child.cwd or os.getcwd()
-    if child.sandbox:
-        text = ("Sandbox is **on**: Python runs inside bubblewrap with no network, the file "
-                f"system read-only except `{where}` and a private /tmp, and credentials in your "
-                "home directory hidden.")
+    restart, said = False, ""
+    if verb in ("allow", "revoke"):
+        paths, flags = split_args(ctx, " ".join(shlex.quote(w) for w in words[1:]),
+                                  {"--write"} if verb == "allow" else set(), usage)
+        if not paths:
+            raise ctx.usage(usage)
+        if verb == "allow":
+            real, changed = child.grants.allow(paths[0], "--write" in flags, cwd=where)
+            kind = "read-write" if "--write" in flags else "read-only"
+            said = f"Granted `{real}` {kind}."
+        else:
+            changed = child.grants.revoke(paths[0], cwd=where)
+            said = "Grant revoked." if changed else f"`{paths[0]}` was not granted."
+        restart = changed and child.sandbox
+        if changed and not child.sandbox:
+            said += f" It applies when the sandbox is on (`{ctx.prefix}sandbox on`)."
+        fields = {"read_paths": list(child.grants.read_paths),
+                  "write_paths": list(child.grants.write_paths)}
+        reason = f"{ctx.prefix}sandbox {arg.strip()}"
+    elif verb in ON | OFF or not verb:
+        if len(words) > 1:
+            raise ctx.usage(usage)
+        want = verb in ON
+        restart = bool(verb) and (want != child.sandbox or not child.is_running)
+        if restart and want:
+            sandbox.require_bwrap()  # refuse before touching the running child
+        if restart:
+            child.sandbox = want
+        fields, reason = {"sandbox": want}, f"{ctx.prefix}sandbox {verb}"
     else:
-        text = "Sandbox is **off**: Python runs with your own permissions and network."
+        raise ctx.usage(usage)
     if restart:
-        text += f" {RESTART_NOTICE}"
-    ctx.say(text)
+        await session.restart_child(reason, wait=True, **fields)
+    if said:  # allow / revoke: what changed and the grants now
+        after = f" {RESTART_NOTICE}" if restart else ""
+        ctx.say(f"{said}{after}\n\n{sandbox.grant_lines(child.grants)}")
+        return
+    text = sandbox.describe(child.sandbox, where, child.grants, ctx.prefix)
+    ctx.say(text + (f"\n\n{RESTART_NOTICE}" if restart else ""))
 
 
 # ----------------------------------------------------------------------------- conversation
@@ -268,49 +347,22 @@ def _history(ctx: CommandContext, arg: str) -> None:
 
 @command("undo", "[N]", "forget the last instruction (or N) and roll back what its code did")
 async def _undo(ctx: CommandContext, arg: str) -> None:
+    from oi_kernel.core.changes import undo_message
+
     try:
         n = int(arg) if arg else 1
     except ValueError as exc:
         raise ctx.usage("undo [N] (a whole number of instructions)") from exc
-    removed, rolled = await ctx.session.engine.undo_and_roll_back(n)
-    if not removed:
-        ctx.say("Nothing to undo: the conversation is empty.")
-        return
-    first = removed[-1].splitlines()[0][:80] if removed[-1].strip() else ""
-    one = len(removed) == 1
-    what = f"the last instruction (“{first}”)" if one else f"the last {len(removed)} instructions"
-    text = (f"Removed {what} from the conversation: the model will not see "
-            f"{'it' if one else 'them'}.")
-    if rolled:
-        text += f" {rolled}"
-    else:
-        its = "its" if one else "their"
-        why = ("no code ran" if ctx.session.engine.checkpoints_enabled
-               else "checkpoints are off (c.Engine.checkpoints_enabled)")
-        text += f" Nothing to roll back: {why} for {'it' if one else 'them'}."
-        if "no code ran" not in why:
-            text += f" {its.title()} side effects stay as they are."
-    ctx.say(text)
+    engine = ctx.session.engine
+    removed, rolled = await engine.undo_and_roll_back(n)
+    ctx.say(undo_message(removed, rolled, engine.checkpoints_enabled))
 
 
 @command("checkpoints", "", "list the checkpoints undo and restore can go back to")
 def _checkpoints(ctx: CommandContext, arg: str) -> None:
-    import time
+    from oi_kernel.core.changes import checkpoints_markdown
 
-    kept = ctx.session.engine.checkpoints
-    if not kept:
-        ctx.say("No checkpoints yet: one is kept before each instruction that runs code.")
-        return
-    rows = []
-    for cp in kept:
-        first = (cp.instruction.splitlines() or [""])[0][:60].replace("|", "\\|")
-        when = time.strftime("%H:%M:%S", time.localtime(cp.created))
-        size = cp.info.get("variables", "?")
-        rows.append(f"| {cp.number} | {when} | {first} | {size} |")
-    ctx.say("| checkpoint | kept at | before instruction | variables |\n|---|---|---|---|\n"
-            + "\n".join(rows)
-            + f"\n\n`{ctx.prefix}restore K` goes back to checkpoint K; "
-            f"`{ctx.prefix}undo [N]` to before the last N instructions.")
+    ctx.say(checkpoints_markdown(ctx.session.engine.checkpoints, ctx.prefix))
 
 
 @command("restore", "K", "go back to checkpoint K (see checkpoints): variables and files")
@@ -370,14 +422,22 @@ async def _profile(ctx: CommandContext, arg: str) -> None:
     from oi_kernel.session.profile_state import profile_command
 
     session, child = ctx.session, ctx.session.child
-    before = child.sandbox if child is not None else None
+    before = _sandbox_state(child)
     text = profile_command(session.engine, arg, child=child,
                            selected_by=f"{ctx.prefix}profile")
-    if child is not None and child.sandbox != before:  # the sandbox applies when it starts
+    after = _sandbox_state(child)
+    if after and before and after != before and (after[0] or before[0]):  # applies at start
         await session.restart_child(f"{ctx.prefix}profile {arg}", wait=True,
-                                    sandbox=child.sandbox)
+                                    sandbox=child.sandbox, read_paths=after[1],
+                                    write_paths=after[2])
         text += " The Python kernel was restarted for the sandbox: variables are gone."
     ctx.say(text)
+
+
+def _sandbox_state(child: Any) -> tuple[bool, list[str], list[str]] | None:
+    if child is None:
+        return None
+    return child.sandbox, list(child.grants.read_paths), list(child.grants.write_paths)
 
 
 # ----------------------------------------------------------------------------- the record

@@ -4,7 +4,7 @@ The extension (``labextension/src/protocol.ts`` is the reference) opens one comm
 of target ``oi_kernel`` per notebook. Frontend -> kernel: ``hello``,
 ``get_status``, ``set_model``, ``export``, ``verify``. Kernel -> frontend:
 ``status`` (pushed on open, after each turn and whenever the model or approval
-policy changes), ``export_result`` / ``verify_result`` (answers, matched by
+policy changes; with ``error`` when a ``set_model`` was refused), ``export_result`` / ``verify_result`` (answers, matched by
 ``request_id``) and ``code_ran`` (each executed step, for "insert as cells").
 
 ``FrontendComms`` knows an engine, how to find the session log, and nothing of
@@ -49,9 +49,11 @@ class FrontendComms:
         kind: KernelKind = "open-interpreter",
         cwd: Callable[[], str] = os.getcwd,
         verify_timeout: int = 120,
+        details: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.engine = engine
         self.kind = kind
+        self._details = details  # more status fields (session.status.status_fields)
         self.verify_timeout = verify_timeout
         self._log_path = log_path
         self._cwd = cwd
@@ -60,6 +62,9 @@ class FrontendComms:
         self._manager: Any = None
         engine.observe(self._on_setting, names=["approval"])
         engine.llm.observe(self._on_setting, names=["model"])
+        self._watched = self._sandbox_traits()
+        for obj, names in self._watched:
+            obj.observe(self._on_setting, names=names)
 
     # ------------------------------------------------------------ lifecycle
     def register_target(self, comm_manager: Any = None) -> None:
@@ -86,6 +91,8 @@ class FrontendComms:
             task.cancel()
         self.engine.unobserve(self._on_setting, names=["approval"])
         self.engine.llm.unobserve(self._on_setting, names=["model"])
+        for obj, names in self._watched:
+            obj.unobserve(self._on_setting, names=names)
 
     @property
     def open_comms(self) -> int:
@@ -100,9 +107,12 @@ class FrontendComms:
 
     # ------------------------------------------------------------ kernel -> frontend
     def status(self) -> dict[str, Any]:
-        """The ``status`` message: model, session tokens and cost, policy, sandbox."""
+        """The ``status`` message: model, session tokens and cost, approval, sandbox and its
+        grants, and (from ``details``) where code runs and the administrator's policy."""
         usage = self.engine.usage
-        return {
+        grants = getattr(getattr(self.engine.executor, "child", None), "grants", None)
+        details = self._details() if self._details is not None else {}
+        return {**details,
             "type": "status",
             "model": self.engine.llm.model or "",
             "prompt_tokens": usage.prompt_tokens,
@@ -110,6 +120,8 @@ class FrontendComms:
             "cost": usage.cost,
             "approval": self.engine.approval,
             "sandbox": bool(self.engine.executor.sandboxed),
+            "sandbox_read": list(grants.read_paths) if grants is not None else [],
+            "sandbox_write": list(grants.write_paths) if grants is not None else [],
             "turns": len(self.engine.turns),
             "kernel": self.kind,
         }
@@ -165,6 +177,13 @@ class FrontendComms:
         turn = self.engine.turns[-1].index if self.engine.turns else 0
         self.code_ran(language, decision.code, cell_id, turn, record.index, record.status)
 
+    def _sandbox_traits(self) -> list[tuple[Any, list[str]]]:
+        """The child kernel's sandbox switch and grants, when code runs in one."""
+        child = getattr(self.engine.executor, "child", None)
+        if child is None or not hasattr(child, "grants"):
+            return []
+        return [(child, ["sandboxed"]), (child.grants, ["read_paths", "write_paths"])]
+
     def _on_setting(self, change: Any) -> None:
         self.broadcast_status()
 
@@ -200,8 +219,12 @@ class FrontendComms:
         model = data.get("model")
         if isinstance(model, str) and model.strip():
             if model.strip() != self.engine.llm.model:
-                self.engine.llm.model = model.strip()  # the observer pushes the status
-                return
+                try:
+                    self.engine.llm.model = model.strip()  # the observer pushes the status
+                    return
+                except OIError as exc:  # e.g. the administrator's policy refuses the model
+                    self._send(comm, {**self.status(), "error": str(exc)})
+                    return
         self._send(comm, self.status())
 
     def _start(self, coro: Any) -> None:

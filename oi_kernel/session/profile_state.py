@@ -10,6 +10,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from oi_kernel import config
+from oi_kernel.errors import PolicyError
 from oi_kernel.session.profiles import (
     _MISSING,
     PROFILE_ENV,
@@ -68,7 +70,8 @@ def _state(engine: Any, child: Any = None) -> _State:
 
 
 def _target(engine: Any, owner: Owner, child: Any) -> Any:
-    return {"engine": engine, "llm": engine.llm, "child": child}[owner]
+    grants = getattr(child, "grants", None)
+    return {"engine": engine, "llm": engine.llm, "child": child, "sandbox": grants}[owner]
 
 
 def _config_value(obj: Any, trait: str) -> Any:
@@ -102,7 +105,14 @@ def apply(
     """
     state = _state(engine, child)
     child = state.child
-    settings = profile.settings if profile else {}
+    settings = dict(profile.settings) if profile else {}
+    on_gateway = child is not None and bool(getattr(child, "gateway_url", ""))
+    if on_gateway and "sandbox" in settings:
+        del settings["sandbox"]
+        gateway_note = (f"`sandbox` is left to the gateway: the child kernel runs on "
+                        f"{child.gateway_url}, where confinement is the gateway's job.")
+    else:
+        gateway_note = ""
     if settings.get("sandbox") and child is not None and not child.sandbox:
         from oi_kernel.execution.sandbox import require_bwrap
 
@@ -123,6 +133,8 @@ def apply(
             )
             continue
         _set(target, key, SETTINGS[key].trait, value, result)
+    if gateway_note:
+        result.notes.append(gateway_note)
     state.profile, state.selected_by, state.error = profile, selected_by, ""
     _compose_instructions(engine, state)
     engine.log_event(
@@ -138,7 +150,11 @@ def apply(
 def _set(target: Any, key: str, trait: str, value: Any, result: Applied) -> None:
     old = getattr(target, trait)
     if old != value:
-        setattr(target, trait, value)
+        try:
+            setattr(target, trait, value)
+        except PolicyError as exc:  # the administrator's policy wins over a profile
+            result.notes.append(f"`{key}: {_show(value)}` was not applied: {exc}")
+            return
         result.changes.append(Change(key, old, value))
 
 
@@ -153,7 +169,9 @@ def apply_startup(engine: Any, child: Any = None) -> str:
     selected_by = PROFILE_ENV if env else "c.Profile.name"
     state = _state(engine, child)
     try:
-        apply(engine, load_profile(name), child=child, selected_by=selected_by)
+        applied = apply(engine, load_profile(name), child=child, selected_by=selected_by)
+        for note in applied.notes:  # shown with the configuration problems
+            config.warn(f"Profile {name!r} ({selected_by}): {note}")
     except Exception as exc:  # any failure must block turns, not kill the kernel
         state.error = (
             f"The profile {name!r} (chosen by {selected_by}) could not be applied, so no "
@@ -258,7 +276,8 @@ def describe(engine: Any, child: Any = None) -> str:
             head += f" {p.description}"
     else:
         head = "No profile is active (`%profile NAME` applies one; `%profile --list` lists them)."
-    rows = [f"| `{k}` | {_show(v)} | {src} |" for k, v, src in provenance(engine, child)]
+    rows = [f"| `{k}` | {_show(v, SETTINGS[k].kind)} | {src} |"
+            for k, v, src in provenance(engine, child)]
     rows += [f"| instructions | {_show(text)} | {src} |" for src, text in instruction_parts(engine)]
     return (
         f"{head}\n\n| setting | value | from |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
@@ -266,13 +285,13 @@ def describe(engine: Any, child: Any = None) -> str:
     )
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, kind: str = "") -> str:
     if isinstance(value, str):
         text = value.replace("\n", " ").replace("|", "\\|")
         text = text if len(text) <= 60 else text[:57] + "..."
         return f"`{text}`" if text else "(empty)"
     if isinstance(value, list):
-        return ", ".join(value) or "(all)"
+        return ", ".join(value) or ("(none)" if kind == "paths" else "(all)")
     if isinstance(value, bool):
         return "on" if value else "off"
     return f"{value:g}" if isinstance(value, float) else str(value)
@@ -302,7 +321,8 @@ def profile_command(engine: Any, arg: str, child: Any = None, selected_by: str =
 
 def _report(applied: Applied, head: str) -> str:
     if applied.changes:
-        items = "; ".join(f"`{c.key}`: {_show(c.old)} → {_show(c.new)}" for c in applied.changes)
+        items = "; ".join(f"`{c.key}`: {_show(c.old, SETTINGS[c.key].kind)} → "
+                          f"{_show(c.new, SETTINGS[c.key].kind)}" for c in applied.changes)
         text = f"{head}: {items}."
     else:
         text = f"{head}; no setting changed."

@@ -38,8 +38,8 @@ BUILTIN_DIR = Path(__file__).parent.parent / "data" / "profiles"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _MISSING = object()
 
-Owner = Literal["engine", "llm", "child"]
-Kind = Literal["str", "int", "number", "bool", "languages"]
+Owner = Literal["engine", "llm", "child", "sandbox"]
+Kind = Literal["str", "int", "number", "bool", "languages", "paths"]
 
 
 class ProfileError(ConfigError):
@@ -57,10 +57,11 @@ class Setting:
     env: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
     minimum: float | None = None
+    attr: str = ""  # the trait's name when it is not the key
 
     @property
     def trait(self) -> str:
-        return self.key
+        return self.attr or self.key
 
 
 def _setting(key: str, owner: Owner, kind: Kind, env: str = "", **kw: Any) -> Setting:
@@ -91,6 +92,9 @@ SETTINGS: dict[str, Setting] = {
         _setting("languages", "engine", "languages"),
         _setting("system_message", "engine", "str"),
         _setting("sandbox", "child", "bool", "OI_SANDBOX"),
+        _setting("sandbox_read_paths", "sandbox", "paths", "OI_SANDBOX_READ", attr="read_paths"),
+        _setting("sandbox_write_paths", "sandbox", "paths", "OI_SANDBOX_WRITE",
+                 attr="write_paths"),
     )
 }
 TEXT_KEYS = ("description", "instructions")  # not settings of an object
@@ -105,6 +109,7 @@ _KIND_NAMES = {
     "number": "a number",
     "bool": "true or false",
     "languages": "a list of language names",
+    "paths": "a list of paths",
 }
 
 
@@ -274,6 +279,7 @@ def _check_value(setting: Setting, value: Any, where: str) -> Any:
         "number": isinstance(value, (int, float)) and not isinstance(value, bool),
         "bool": isinstance(value, bool),
         "languages": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        "paths": isinstance(value, list) and all(isinstance(v, str) and v for v in value),
     }[kind]
     if not ok:
         raise ProfileError(_type_message(where, key, _KIND_NAMES[kind], value))

@@ -16,6 +16,7 @@ import zmq
 from oi_kernel.execution.shell import flush_std_streams
 
 POLL_S = 0.02
+IOPUB_WAIT_S = 1.0
 EOT = "\x04"  # what jupyter console sends for Ctrl-D
 
 
@@ -24,6 +25,7 @@ async def ask(kernel: Any, prompt: str, *, parent: dict[str, Any], ident: Any,
     """An ``input_request`` to the frontend of ``parent``'s cell; its answer. Ctrl-D in a
     terminal frontend raises ``EOFError``."""
     flush_std_streams()
+    await iopub_sent(kernel)
     sock = kernel.stdin_socket
     with contextlib.suppress(zmq.ZMQError):
         while sock.recv_multipart(zmq.NOBLOCK):  # stale answers of an interrupted prompt
@@ -41,3 +43,23 @@ async def ask(kernel: Any, prompt: str, *, parent: dict[str, Any], ident: Any,
                 raise EOFError
             return value
         await asyncio.sleep(POLL_S)
+
+
+async def iopub_sent(kernel: Any, timeout: float = IOPUB_WAIT_S) -> None:
+    """Wait until what this kernel published so far has left its IOPub thread. ipykernel
+    sends iopub messages from that thread but stdin requests at once: without this, a
+    question overtakes the output just before it (jupyter console then shows it first;
+    the question carries what it asks about in any case)."""
+    thread = getattr(kernel, "iopub_thread", None)
+    if thread is None or not hasattr(thread, "schedule"):
+        return
+    loop = asyncio.get_running_loop()
+    sent = loop.create_future()
+
+    def done() -> None:
+        if not sent.done():
+            sent.set_result(None)
+
+    thread.schedule(lambda: loop.call_soon_threadsafe(done))
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(sent, timeout)

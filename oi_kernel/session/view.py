@@ -1,23 +1,36 @@
 """Renders engine events as Jupyter display messages, for any frontend.
 
 The view knows nothing about kernels: it is handed a ``publish(msg_type,
-content)`` callable. Streaming text goes into one display per LLM reply that is
-updated in place; updates are coalesced so a fast stream costs a handful of
-messages per second, not one per token.
+content)`` callable. It has two ways to show the model's reply as it streams:
+
+- live (JupyterLab, Notebook 7, VS Code): one display per LLM reply, updated in place.
+  Updates are coalesced, so a fast stream costs a handful of messages per second, not
+  one per token. Once a proposed block is shown on its own (the approval card, or the
+  step of a block that runs without asking), its copy in the reply is folded to one
+  line, so each proposal is on screen once.
+- text (jupyter console, nbclient, papermill: clients that do not update displays in
+  place, or render only the first version of one): the reply is printed as a stdout
+  stream, coalesced the same way, so all of its text is there in order.
+
+The model's reasoning goes into a display of its own, collapsed under "thinking" (live),
+or one line saying how long it was (text).
 """
 
 from __future__ import annotations
 
 import asyncio
+import html
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core import changes
 from oi_kernel.core import events as E
-from oi_kernel.core.types import StepRecord, Turn
+from oi_kernel.core.codeblocks import block_spans, reply_text
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
 
 Publish = Callable[[str, dict[str, Any]], None]
+DISPLAY_MODES = ("auto", "live", "text")
 
 
 def markdown_bundle(text: str, plain: str | None = None) -> dict[str, Any]:
@@ -29,47 +42,235 @@ def code_markdown(language: str, code: str) -> str:
     return f"{fence}{language}\n{code}\n{fence}"
 
 
-class TurnView:
-    """One cell's rendering of a turn."""
+RECOGNISED_NOTE = "recognised as code (the reply had no code fence or tool call)"
 
-    def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True):
+
+def thinking_bundle(text: str, done: bool) -> dict[str, Any]:
+    """The reasoning, collapsed under a "thinking" summary (HTML); one line as plain text."""
+    words = len(text.split())
+    label = f"thinking · {words:,} words" if done else f"thinking… · {words:,} words"
+    body = (f'<details class="oi-thinking"><summary style="cursor:pointer;color:#777">'
+            f'{label}</summary><pre style="white-space:pre-wrap;color:#777;margin:4px 0">'
+            f"{html.escape(text.strip())}</pre></details>")
+    return {"text/html": body, "text/plain": f"[{label}]" if done else "[thinking…]"}
+
+
+def live_display(mode: str, widgets: bool) -> bool:
+    """Whether replies are updated in place: ``mode`` "live" or "text", or "auto": live when
+    the frontend renders widgets (a notebook UI), as text otherwise (a terminal, nbclient)."""
+    return widgets if mode == "auto" else mode == "live"
+
+
+def folded(language: str, code: str, step: int) -> str:
+    """What a block's place in the reply says once the block is shown as its step."""
+    n = code.count("\n") + 1
+    return f"\n*▸ {language}, {n} line{'s' if n != 1 else ''}: step {step}, below*\n\n"
+
+
+class _ShownReply:
+    """A finished reply in a live display, whose blocks can be folded one by one."""
+
+    def __init__(self, display_id: str, text: str) -> None:
+        self.display_id = display_id
+        self.text = reply_text(text)  # (the same as ``text`` unless a dialect's calls)
+        self.spans: list[tuple[int, int, CodeBlock]] = block_spans(self.text)
+        self.folds: dict[int, str] = {}  # span index -> its one-line replacement
+        self.sent = text  # what the display shows (as last sent)
+
+    def fold(self, request: ApprovalRequest) -> bool:
+        """Fold the first unfolded block with the request's code; False when none has it."""
+        for i, (_, _, block) in enumerate(self.spans):
+            if i not in self.folds and block.code.strip() == request.block.code.strip():
+                self.folds[i] = folded(request.block.language, request.block.code, request.step)
+                return True
+        return False
+
+    def render(self) -> str:
+        parts, pos = [], 0
+        for i, (start, end, _) in enumerate(self.spans):
+            if i in self.folds:
+                parts += [self.text[pos:start], self.folds[i]]
+                pos = end
+        return "".join([*parts, self.text[pos:]])
+
+
+class TurnView:
+    """One cell's rendering of a turn.
+
+    ``live``: update the reply's display in place (else print it as a stream).
+    ``pieces``: print the reply as it arrives (someone watches), else whole once complete
+    (a batch run: nbclient saves each stream message as an output of its own).
+    ``shows_code``: show a block that needs approval (False when the approver shows it
+    itself: the card, or the stdin prompt).
+    """
+
+    def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True,
+                 live: bool = True, pieces: bool = True, settle_s: float = 0.5):
         self.publish = publish
         self.coalesce_s = coalesce_s
-        self.shows_code = shows_code  # False when the approver displays the code itself
-        self._text = ""
+        self.settle_s = settle_s
+        self.shows_code = shows_code
+        self.live = live
+        self.pieces = pieces
+        self._text = ""  # this reply so far (live), or what is still to print (text)
+        self._printed = ""  # the end of what was printed (text): does it end a line?
         self._display_id: str | None = None
+        self._started = False  # this reply's first words were sent
+        self._last_sent = ""  # the reply's text as last sent (live)
+        self._thinking = ""  # this reply's reasoning so far
+        self._thought_id: str | None = None  # its display (live)
+        self._thought_sent: tuple[str, bool] = ("", False)  # (text, done) as last shown
         self._flush_handle: asyncio.TimerHandle | None = None
+        self._reply: _ShownReply | None = None  # the last finished reply (live)
+        self._reply_handle: asyncio.Handle | None = None  # its update, due this iteration
+        self._settle_handle: asyncio.TimerHandle | None = None  # its update sent again
         self.updates_sent = 0
 
     # ------------------------------------------------------------ streaming text
+    def _flush(self) -> None:
+        self._flush_handle = None
+        self._send_thinking(done=bool(self._text.strip()))
+        self._send_text()
+
+    def _send_thinking(self, done: bool) -> None:
+        """The reasoning's own display (live); one line once the reply ends (text)."""
+        text = self._thinking
+        if not text.strip() or (text, done) == self._thought_sent:
+            return
+        if not self.live:  # one line, before the answer's first words
+            if done and not self._thought_sent[1]:
+                line = f"[thinking · {len(text.split()):,} words]\n"
+                self.publish("stream", {"name": "stdout", "text": line})
+                self._thought_sent = (text, done)
+                self.updates_sent += 1
+            return
+        content = {"data": thinking_bundle(text, done), "metadata": {}}
+        kind = "update_display_data" if self._thought_id else "display_data"
+        self._thought_id = self._thought_id or uuid.uuid4().hex
+        content["transient"] = {"display_id": self._thought_id}
+        self._thought_sent = (text, done)
+        self.publish(kind, content)
+        self.updates_sent += 1
+
     def _send_text(self) -> None:
         self._flush_handle = None
-        if not self._text:
+        if not self._text or (self.live and self._text == self._last_sent):
             return
-        content = {"data": markdown_bundle(self._text), "metadata": {}}
-        if self._display_id is None:
+        if not self.live:
+            self.publish("stream", {"name": "stdout", "text": self._text})
+            self._printed, self._text = self._text, ""
+        elif self._display_id is None:
+            self._last_sent = self._text
             self._display_id = uuid.uuid4().hex
-            content["transient"] = {"display_id": self._display_id}
-            self.publish("display_data", content)
+            self.publish("display_data", self._reply_content(self._text, self._display_id))
         else:
-            content["transient"] = {"display_id": self._display_id}
-            self.publish("update_display_data", content)
+            self._last_sent = self._text
+            self.publish("update_display_data",
+                         self._reply_content(self._text, self._display_id))
         self.updates_sent += 1
+
+    @staticmethod
+    def _reply_content(text: str, display_id: str) -> dict[str, Any]:
+        return {"data": markdown_bundle(text), "metadata": {},
+                "transient": {"display_id": display_id}}
+
+    def _on_thinking(self, text: str) -> None:
+        first = not self._thinking.strip()
+        self._thinking += text
+        if not self.live:
+            return  # one line when the reply ends
+        if first and self._thinking.strip():
+            self._send_thinking(done=False)  # shows at once
+        elif self._flush_handle is None:
+            loop = asyncio.get_running_loop()
+            self._flush_handle = loop.call_later(self.coalesce_s, self._flush)
 
     def _on_delta(self, text: str) -> None:
         self._text += text
-        if self._display_id is None:
-            self._send_text()  # the first words show at once
+        if not (self.live or self.pieces):
+            return  # printed whole at the end of the reply
+        if not self._started:
+            self._started = True
+            self._flush()  # the first words show at once
         elif self._flush_handle is None:
             loop = asyncio.get_running_loop()
-            self._flush_handle = loop.call_later(self.coalesce_s, self._send_text)
+            self._flush_handle = loop.call_later(self.coalesce_s, self._flush)
 
-    def _end_reply(self) -> None:
+    def _end_reply(self, text: str | None = None, reasoning: str | None = None) -> None:
+        """Flush the reply; with the complete reply, show its final split (a lone
+        ``</think>`` turns what streamed as answer into reasoning)."""
         if self._flush_handle is not None:
             self._flush_handle.cancel()
-        self._send_text()
-        self._text = ""
+            self._flush_handle = None
+        if reasoning is not None and reasoning.strip() != self._thinking.strip():
+            self._thinking = reasoning
+        replaceable = self.live or not self.pieces  # (text already printed stays)
+        if (text is not None and replaceable and text.strip() != self._text.strip()
+                and (text.strip() or self._display_id is not None)):
+            self._text = text
+        self._send_thinking(done=True)
+        self._thinking, self._thought_sent, self._thought_id = "", ("", False), None
+        if not self.live and self._text and not self._text.endswith("\n"):
+            self._text += "\n"
+        elif not self.live and not self._text and self._printed[-1:] not in ("", "\n"):
+            self._text = "\n"
+        if self.live and self._display_id is not None:
+            # The last version is sent once the blocks proposed just after this (in the
+            # same loop iteration) are folded: one update, not a full one then a folded one.
+            self._reply = _ShownReply(self._display_id, self._text)
+            self._reply.sent = self._last_sent
+            self._show_reply_soon()
+        else:
+            self._send_text()
+        self._text = self._printed = self._last_sent = ""
         self._display_id = None
+        self._started = False
+
+    def _show_reply_soon(self) -> None:
+        if self._reply_handle is None:
+            self._reply_handle = asyncio.get_running_loop().call_soon(self._show_reply)
+
+    def _show_reply(self, again: bool = False) -> None:
+        """Send the finished reply's display as it is now (with its folds) if it changed;
+        ``again``: even if not (see ``_fold``)."""
+        self._reply_handle = None
+        reply = self._reply
+        if reply is None:
+            return
+        text = reply.render()
+        if text != reply.sent or again:
+            reply.sent = text
+            self.publish("update_display_data", self._reply_content(text, reply.display_id))
+            self.updates_sent += 1
+
+    def _fold(self, request: ApprovalRequest) -> None:
+        """The block is shown as its own step now: fold its copy in the reply (live).
+
+        JupyterLab renders markdown asynchronously and an earlier, slower render (the code
+        is highlighted) can finish after a later one, leaving the display stale: the folded
+        version is sent once more ``settle_s`` later, or when the turn ends if sooner."""
+        reply = self._reply
+        if reply is None or not reply.fold(request):
+            return
+        self._show_reply_soon()
+        if self._settle_handle is not None:
+            self._settle_handle.cancel()
+        self._settle_handle = asyncio.get_running_loop().call_later(
+            self.settle_s, self._settle)
+
+    def _settle(self) -> None:
+        self._settle_handle = None
+        self._show_reply(again=True)
+
+    def _finish_reply(self) -> None:
+        """The turn ended: what is still due for the last reply is sent now."""
+        if self._reply_handle is not None:
+            self._reply_handle.cancel()
+            self._show_reply()
+        if self._settle_handle is not None:
+            self._settle_handle.cancel()
+            self._settle()
+        self._reply = None
 
     def _show_changes(self, record: StepRecord) -> None:
         """What the step changed: added to the decided record when a card showed one (it
@@ -81,9 +282,10 @@ class TurnView:
         metadata = {"oi": {"changes": record.changes}}
         at = record.decision.shown if record.decision is not None else None
         if at:
+            data = {"text/html": at["html"] + markup, "text/plain": f"{at['plain']}\n{plain}"}
             self.publish("update_display_data", {
-                "data": {"text/html": at["html"] + markup, "text/plain": f"{at['plain']}\n{plain}"},
-                "metadata": metadata, "transient": {"display_id": at["display_id"]}})
+                "data": data, "metadata": metadata,
+                "transient": {"display_id": at["display_id"]}})
         else:
             self.publish("display_data", {"data": {"text/html": markup, "text/plain": plain},
                                           "metadata": metadata})
@@ -95,17 +297,12 @@ class TurnView:
     def __call__(self, event: E.Event) -> None:
         if isinstance(event, E.TextDelta):
             self._on_delta(event.text)
+        elif isinstance(event, E.ReasoningDelta):
+            self._on_thinking(event.text)
         elif isinstance(event, E.ReplyDone):
-            self._end_reply()
+            self._end_reply(event.reply.text, event.reply.reasoning)
         elif isinstance(event, E.CodeProposed):
-            req = event.request
-            if self.shows_code or not event.needs_approval:
-                auto = "" if event.needs_approval else " · ▶️ **runs without asking**"
-                self.show_markdown(
-                    f"**Step {req.step}** · {req.block.language}{auto}\n\n"
-                    + code_markdown(req.block.language, req.block.code),
-                    f"[step {req.step}: {req.block.language}]\n{req.block.code}",
-                )
+            self._proposed(event)
         elif isinstance(event, E.Decided) and self.shows_code:
             d = event.record.decision
             if d is not None and d.by != "auto":
@@ -117,9 +314,24 @@ class TurnView:
             self.show_markdown(f"{icon} {event.text}", event.text)
         elif isinstance(event, E.TurnDone):
             self._end_reply()
+            self._finish_reply()
             footer = turn_footer(event.turn)
             if footer:
                 self.show_markdown(f"<sub>{footer}</sub>", footer)
+
+    def _proposed(self, event: E.CodeProposed) -> None:
+        req = event.request
+        if self.live:
+            self._fold(req)
+        if self.shows_code or not event.needs_approval:
+            auto = "" if event.needs_approval else " · ▶️ **runs without asking**"
+            bare = f" · 🔎 {RECOGNISED_NOTE}" if req.block.bare else ""
+            plain_bare = f" ({RECOGNISED_NOTE})" if req.block.bare else ""
+            self.show_markdown(
+                f"**Step {req.step}** · {req.block.language}{auto}{bare}\n\n"
+                + code_markdown(req.block.language, req.block.code),
+                f"[step {req.step}: {req.block.language}]{plain_bare}\n{req.block.code}",
+            )
 
 
 def turn_footer(turn: Turn) -> str:

@@ -5,6 +5,7 @@ import {
   dirname,
   formatCost,
   formatStatus,
+  formatStatusTooltip,
   formatTokens,
   helloMessage,
   joinPath,
@@ -25,8 +26,17 @@ const STATUS: IStatusMessage = {
   cost: 0.00214,
   approval: 'always',
   sandbox: false,
+  sandbox_read: [],
+  sandbox_write: [],
   turns: 3,
-  kernel: 'open-interpreter'
+  kernel: 'open-interpreter',
+  child: 'local',
+  child_where: 'on this machine',
+  gateway_url: '',
+  policy: [],
+  policy_rules: [],
+  policy_strict: false,
+  error: ''
 };
 
 describe('helloMessage', () => {
@@ -62,6 +72,8 @@ describe('parseKernelMessage', () => {
       cost: Number.NaN,
       approval: 'sometimes',
       sandbox: 'yes',
+      sandbox_read: ['/data', 7, null],
+      sandbox_write: '/out',
       kernel: 'other'
     });
     expect(parsed).toEqual({
@@ -72,9 +84,29 @@ describe('parseKernelMessage', () => {
       cost: null,
       approval: 'always',
       sandbox: false,
+      sandbox_read: ['/data'],
+      sandbox_write: [],
       turns: 0,
-      kernel: 'open-interpreter'
+      kernel: 'open-interpreter',
+      child: 'local',
+      child_where: '',
+      gateway_url: '',
+      policy: [],
+      policy_rules: [],
+      policy_strict: false,
+      error: ''
     });
+  });
+
+  it('derives where code runs for kernels that do not say', () => {
+    const old = { type: 'status', model: 'm', sandbox: true };
+    expect((parseKernelMessage(old) as IStatusMessage).child).toBe('sandbox');
+    const magic = { type: 'status', model: 'm', kernel: 'ipython-magic' };
+    expect((parseKernelMessage(magic) as IStatusMessage).child).toBe('shell');
+    const odd = { ...STATUS, child: 'moon', policy: ['/etc/p.json', 3] };
+    const parsed = parseKernelMessage(odd) as IStatusMessage;
+    expect(parsed.child).toBe('local');
+    expect(parsed.policy).toEqual(['/etc/p.json']);
   });
 
   it('keeps the magic kernel flavour and a null cost', () => {
@@ -251,6 +283,49 @@ describe('status text', () => {
     expect(formatStatus({ ...STATUS, approval: 'risky' })).toContain(
       'ask if risky'
     );
+    const governed = {
+      ...STATUS,
+      child: 'gateway' as const,
+      child_where: 'on the gateway http://gw:8888 (kernel k1)',
+      policy: ['/etc/jupyter/oi_kernel_policy.json'],
+      policy_rules: ['approval at least `risky`']
+    };
+    expect(formatStatus(governed)).toBe(
+      'gpt-4o-mini · 1.2k in / 340 out · $0.0021 · ask each · gateway · policy'
+    );
+    expect(formatStatus({ ...governed, policy_strict: true })).toContain(
+      'policy ⚠'
+    );
+  });
+
+  it('spells out the gateway and the policy in the tooltip', () => {
+    const tip = formatStatusTooltip({
+      ...STATUS,
+      child: 'gateway',
+      child_where: 'on the gateway http://gw:8888 (kernel k1)',
+      policy: ['/etc/jupyter/oi_kernel_policy.json'],
+      policy_rules: ['approval at least `risky`']
+    });
+    expect(tip).toContain('Code runs: in a child kernel on the gateway http://gw:8888');
+    expect(tip).toContain("Sandbox: the gateway's job");
+    expect(tip).toContain(
+      "Administrator's policy in force (/etc/jupyter/oi_kernel_policy.json)"
+    );
+    expect(tip).toContain('  - approval at least risky');
+  });
+
+  it('counts the sandbox grants and lists them in the tooltip', () => {
+    const granted = {
+      ...STATUS,
+      sandbox: true,
+      sandbox_read: ['/home/u/docs', '/data'],
+      sandbox_write: ['/home/u/out']
+    };
+    expect(formatStatus(granted)).toMatch(/ · sandbox \+3$/);
+    const tooltip = formatStatusTooltip(granted);
+    expect(tooltip).toContain('Sandbox: on\n  may read: /home/u/docs, /data\n');
+    expect(tooltip).toContain('  may write: /home/u/out');
+    expect(formatStatusTooltip(STATUS)).not.toContain('may read');
   });
 });
 

@@ -1,0 +1,116 @@
+"""Provider quirks of litellm 1.83.0, worked around in one place.
+
+Ollama (``ollama/``, ``ollama_chat/``): before each request litellm asks ``/api/show``
+about the model, blocking, at ``http://localhost:11434`` whatever ``api_base`` says (and,
+after the stream, at a broken ``{api_base}/api/chat/api/show``), unless the model is
+registered with ``litellm.register_model``; ``register_ollama`` registers it with what our
+own probe learnt (context window, tools). ``ollama_chat/`` also drops ``tool_calls`` from
+the assistant messages of the history it sends, so the model would never see the calls
+whose results follow; ``request_messages`` writes each call into the message's text.
+
+Small models on local servers: llama-cpp-python's server and Ollama apply a repetition
+penalty of 1.1 by default (the embedded model, llama.cpp's own server and most clients
+1.0). Code repeats names and values, and with the penalty a small model writes them wrong
+(SmolLM2-135M wrote ``text = 'Python'`` for "reverse 'python'", measured), so in
+small-model mode ``no_repeat_penalty`` asks for 1.0; a server that rejects the parameter
+is asked again without it (``drop_rejected_sampling``).
+
+Anthropic wants the bare root as ``api_base`` (litellm appends ``/v1/messages``), the
+OpenAI-compatible providers want ``.../v1``; ``api_base_for`` forgives either.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from oi_kernel.llm.model_info import OLLAMA_PROVIDERS, ServerInfo
+
+_registered: set[str] = set()
+_lock = threading.Lock()
+
+
+def provider_of(model: str) -> str:
+    """litellm's provider prefix of a resolved model name ("" when there is none)."""
+    return model.split("/", 1)[0].lower() if "/" in model else ""
+
+
+def is_ollama(model: str) -> bool:
+    return provider_of(model) in OLLAMA_PROVIDERS
+
+
+def register_ollama(litellm: Any, model: str, info: ServerInfo | None) -> None:
+    """Tell litellm about an Ollama model once, so it stops asking the server itself."""
+    with _lock:
+        if model in _registered:
+            return
+        _registered.add(model)
+    entry: dict[str, Any] = {
+        "litellm_provider": provider_of(model),
+        "mode": "chat",
+        "input_cost_per_token": 0.0,  # a local model costs nothing
+        "output_cost_per_token": 0.0,
+    }
+    if info is not None and info.context:
+        entry["max_input_tokens"] = entry["max_tokens"] = info.context
+    if info is not None and info.tools is not None:
+        entry["supports_function_calling"] = info.tools
+    try:
+        litellm.register_model({model: entry})
+    except Exception:  # registering is an optimisation; never fail a request over it
+        with _lock:
+            _registered.discard(model)
+
+
+def request_messages(model: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as sent to ``model``'s provider (see the module docstring)."""
+    if provider_of(model) != "ollama_chat":
+        return messages
+    return [_with_calls_as_text(m) if m.get("tool_calls") else m for m in messages]
+
+
+def _with_calls_as_text(message: dict[str, Any]) -> dict[str, Any]:
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        try:
+            arguments: Any = json.loads(function.get("arguments") or "{}")
+        except json.JSONDecodeError:
+            arguments = function.get("arguments")
+        calls.append(json.dumps({"name": function.get("name"), "arguments": arguments}))
+    text = "\n".join(p for p in (message.get("content") or "", *calls) if p)
+    return {"role": "assistant", "content": text}
+
+
+def api_base_for(model: str, api_base: str) -> str:
+    """``api_base`` as ``model``'s provider wants it."""
+    if provider_of(model) == "anthropic":
+        base = api_base.rstrip("/")
+        return base[: -len("/v1")] if base.endswith("/v1") else api_base
+    return api_base
+
+
+def no_repeat_penalty(model: str, api_base: str) -> dict[str, Any]:
+    """Request parameters that turn a local server's repetition penalty off (see above)."""
+    if is_ollama(model):
+        return {"repeat_penalty": 1.0}  # litellm passes it on in Ollama's "options"
+    if provider_of(model) == "openai" and api_base:
+        return {"extra_body": {"repeat_penalty": 1.0}}
+    return {}
+
+
+def drop_rejected_sampling(kwargs: dict[str, Any], exc: BaseException) -> bool:
+    """Remove ``repeat_penalty`` from ``kwargs`` when ``exc`` is the server rejecting it;
+    True when it did (ask again)."""
+    if "repeat_penalty" not in kwargs and "repeat_penalty" not in kwargs.get("extra_body", {}):
+        return False
+    from oi_kernel.llm.failures import chain_texts
+
+    if not any("repeat_penalty" in text for text in chain_texts(exc)):
+        return False
+    kwargs.pop("repeat_penalty", None)
+    extra = {k: v for k, v in kwargs.pop("extra_body", {}).items() if k != "repeat_penalty"}
+    if extra:
+        kwargs["extra_body"] = extra
+    return True
