@@ -97,9 +97,9 @@ class Rollback(EngineSettings):
         return [os.path.dirname(os.path.abspath(path))] if path else []
 
     def store_dir(self) -> str:
-        base = self.checkpoint_dir or os.path.join(self.executor.cwd,  # type: ignore[attr-defined]
-                                                   ".oi_checkpoints")
-        return os.path.join(base, self._store_id)
+        """Where the probe keeps saved files: relative paths are to the directory the code
+        runs in (which for a remote kernel is not ours)."""
+        return os.path.join(self.checkpoint_dir or ".oi_checkpoints", self._store_id)
 
     async def track_begin(self, language: str) -> bool:
         """Before a step: fingerprint the namespace and files; False when not tracked."""
@@ -155,7 +155,7 @@ class Rollback(EngineSettings):
         import shutil
 
         try:
-            store = self.store_dir()
+            store = os.path.join(self.executor.cwd, self.store_dir())  # type: ignore[attr-defined]
         except Exception:  # no working directory to speak of: nothing was saved
             return
         shutil.rmtree(store, ignore_errors=True)

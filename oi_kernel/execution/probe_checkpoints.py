@@ -338,7 +338,7 @@ def _audit(event, args):
 
 def checkpoint(cid, store):
     """Keep the state as it is now under ``cid``; pre-images are recorded until the next."""
-    Settings.store = store
+    Settings.store = os.path.abspath(store)  # relative: to where the code runs (a remote kernel)
     if not _State.hooked:
         sys.addaudithook(_audit)
         _State.hooked = True
@@ -356,7 +356,7 @@ def restore(cid, store=""):
     namespace as it was; this checkpoint and later ones are used up. When this process did
     not take it (the kernel restarted since), only files come back, from ``store``."""
     if cid not in _State.checkpoints:
-        return _restore_from_disk(cid, store or Settings.store)
+        return _restore_from_disk(cid, os.path.abspath(store) if store else Settings.store)
     _State.current = None
     later = sorted((c for c in _State.checkpoints if c >= cid), reverse=True)
     files = _restore_files([_State.checkpoints[c] for c in later])
