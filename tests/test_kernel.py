@@ -201,6 +201,19 @@ def test_stdin_approval(oi, _server, answers, ran, told):
         assert told in sent_tool_results(_server.requests[1])[0]
 
 
+@pytest.mark.parametrize("answers", [["\x04"], ["e", "\x04"]])
+def test_ctrl_d_at_the_prompt_stops_the_instruction(oi, _server, answers):
+    """jupyter console sends EOT for Ctrl-D: the instruction stops, nothing runs, the kernel
+    lives and takes the next cell."""
+    oi.execute("%auto_run off")
+    _server.enqueue(S.tool_call("print('must not run')"), S.text("never asked"))
+    result = oi.execute("do it", stdin=answers)
+    assert result.status == "ok", result.text
+    assert "must not run" not in result.stdout and "Internal error" not in result.text
+    assert len(_server.requests) == 1  # stopped: the model is not asked again
+    assert oi.execute("%%python\nprint('still here')").stdout == "still here\n"
+
+
 def test_without_stdin_unapproved_code_is_refused(oi, _server):
     oi.execute("%auto_run off")
     _server.enqueue(S.tool_call("print('must not run')"))

@@ -280,7 +280,9 @@ def test_ollama_model_through_api_base(bare_env, fake_ollama, tmp_path, small):
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         result = ks.execute("what is six times seven", timeout=60)
     assert result.status == "ok", result.text
-    assert result.stdout == "Here:\n```python\nprint(6 * 7)\n```\n42\nIt is 42.\n"
+    ran = "Here:\n```python\nprint(6 * 7)\n```\n42\n"
+    # small-model mode ends the turn once the code printed a result: no second reply
+    assert result.stdout == (ran if small == "auto" else ran + "It is 42.\n")
     generate = [body for path, body in fake_ollama.requests if path == "/api/generate"]
     assert generate[0]["model"] == "llama3.1"
     assert "what is six times seven" in generate[0]["prompt"]

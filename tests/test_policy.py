@@ -141,6 +141,7 @@ def test_files_merge_and_the_stricter_value_wins(tmp_path):
     ('{\n  "max_steps": "ten"\n}', 2, "'max_steps' must be a whole number above 0"),
     ('{\n  "approval": "sometimes"\n}', 2, "'approval' must be one of always, risky, never"),
     ('{\n  "sandbox": "yes please"\n}', 2, "'sandbox' must be \"required\""),
+    ('{\n  "sandbox_grants": "some"\n}', 2, "'sandbox_grants' must be \"denied\""),
     ('{\n  "log_dir": "logs"\n}', 2, "'log_dir' must be an absolute path"),
     ('{\n  "gateway_url": "gateway:8888"\n}', 2, "must start with http:// or https://"),
     ('{\n  "mcp": {"allow": ["x"]}\n}', 2, "'mcp' must be an object"),
@@ -153,6 +154,7 @@ def test_a_bad_line_is_named_and_the_strictest_mode_applies(tmp_path, text, line
     assert policy.strict
     assert f"{path}, line {line}:" in policy.problems[0] and words in policy.problems[0]
     assert (policy.approval, policy.sandbox, policy.max_steps) == ("always", True, 1)
+    assert not policy.sandbox_grants
     assert not policy.model_allowed("gpt-4o") and not policy.mcp_server_allowed("github")
     assert "strictest mode" in policy.strict_message()
 
@@ -280,6 +282,44 @@ def test_the_sandbox_cannot_be_turned_off_later(admin):
     assert s.child.sandbox
     refused(lambda: build_session("api", approver=RefuseApprover(),
                                   child_options={"sandbox": False}), admin)
+
+
+@pytest.mark.parametrize("how", ["env", "config"])
+def test_sandbox_grants_are_dropped_when_the_policy_denies_them(admin, monkeypatch, tmp_path, how):
+    write_policy(admin.parent, {**RULES, "sandbox_grants": "denied"})
+    data = tmp_path / "data"
+    data.mkdir()
+    if how == "env":
+        monkeypatch.setenv("OI_SANDBOX_READ", str(data))
+        s = session()
+        said, origin = notices(s), "OI_SANDBOX_READ"
+    else:
+        s = session(config=f"c.Sandbox.write_paths = [{str(data)!r}]\n")
+        said, origin = notices(s), "c.Sandbox.write_paths"
+    assert origin in said and "Sandbox grants are not allowed" in said, said
+    assert (s.child.grants.read_paths, s.child.grants.write_paths) == ([], [])
+    assert "no sandbox grants" in " ".join(s.policy.rules())
+
+
+def test_sandbox_grants_cannot_be_added_later_when_the_policy_denies_them(admin, tmp_path):
+    write_policy(admin.parent, {**RULES, "sandbox_grants": "denied"})
+    data = tmp_path / "data"
+    data.mkdir()
+    s = session("api")
+    text = refused(lambda: command(s, f"sandbox allow {data}"), admin)
+    assert "Sandbox grants are not allowed" in text
+    refused(lambda: setattr(s.child.grants, "write_paths", [str(data)]), admin)
+    profile("wide", f"sandbox_read_paths: [{data}]\n")
+    assert "was not applied" in command(s, "profile wide")
+    assert s.child.grants.read_paths == []
+
+
+def test_sandbox_grants_stay_allowed_without_the_rule(admin, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    s = session("api")
+    assert "Granted" in command(s, f"sandbox allow {data}")
+    assert s.child.grants.read_paths == [str(data)]
 
 
 def test_a_users_own_gateway_is_not_used_when_the_sandbox_is_required(admin, monkeypatch):

@@ -252,9 +252,9 @@ def test_model_command_and_a_recognised_reply_in_the_kernel(llm_server, tmp_path
         llm_server.enqueue(S.text("print(6 * 7)"))
         result = ks.execute("What is 6 times 7?", timeout=60, stdin=["y"])
         assert result.status == "ok", result.text
-        assert result.stdout == "42\n"
+        assert result.stdout == "print(6 * 7)\n42\n"  # the reply, printed (no widgets), then the output
         assert result.prompts and RECOGNISED_PROMPT in result.prompts[0]
-        assert "[step 1: python] (recognised as code" in result.text
+        assert "print(6 * 7)" in result.prompts[0]  # the question shows the code it asks about
         assert "Small-model mode is on for `mystery`" in result.text
         assert len(llm_server.requests) == 1  # it printed a result: the turn is done
         shown = ks.execute("%model llama3.1:70b", timeout=60).text

@@ -116,17 +116,20 @@ class StdinApprover:
             raise ApprovalUnavailableError()
         code = request.block.code
         full = False
-        while True:
-            choice = parse_answer(await self.ask(approval_prompt(request, full)))
-            if choice == "view":
-                full = True
-                continue
-            if choice != "edit":
-                break
-            answer = await self.ask(edit_prompt(code))
-            if answer.strip():
-                edited = _unescape(answer)
-                return Decision("run", edited, edited=edited != code)
+        try:
+            while True:
+                choice = parse_answer(await self.ask(approval_prompt(request, full)))
+                if choice == "view":
+                    full = True
+                    continue
+                if choice != "edit":
+                    break
+                answer = await self.ask(edit_prompt(code))
+                if answer.strip():
+                    edited = _unescape(answer)
+                    return Decision("run", edited, edited=edited != code)
+        except EOFError:  # Ctrl-D at the prompt: the user leaves this instruction
+            return Decision("stop", reason="Ctrl-D at the prompt")
         if choice in {"run", "all"}:
             return Decision("run", code, run_all=choice == "all")
         if choice == "stop":

@@ -10,6 +10,7 @@ policy). Every file found applies, and where two disagree the stricter value win
       "approval": "risky",                 minimum: always > risky > never
       "allowed_models": ["gpt-4o*", "openai/*"],
       "sandbox": "required",
+      "sandbox_grants": "denied",          no paths beyond the workspace (read_paths, ...)
       "max_cost_per_session": 5,           USD
       "max_tokens_per_session": 200000,
       "max_steps": 8,
@@ -36,9 +37,10 @@ from typing import Any
 
 FILE_NAME = "oi_kernel_policy.json"
 APPROVAL_RANK = {"never": 0, "risky": 1, "always": 2}
-KEYS = ("approval", "allowed_models", "sandbox", "max_cost_per_session",
+KEYS = ("approval", "allowed_models", "sandbox", "sandbox_grants", "max_cost_per_session",
         "max_tokens_per_session", "max_steps", "log_dir", "mcp", "gateway_url", "comment")
-STRICTEST = ("every code block asks for approval, the sandbox is required, no MCP server is "
+STRICTEST = ("every code block asks for approval, the sandbox is required with no paths "
+             "granted beyond the workspace, no MCP server is "
              "allowed, at most one LLM call per instruction, and no instruction is sent to a "
              "model")
 
@@ -71,6 +73,7 @@ class Policy:
     approval: str = "never"  # the minimum
     allowed_models: list[tuple[Path, list[str]]] = field(default_factory=list)
     sandbox: bool = False
+    sandbox_grants: bool = True  # False: the sandbox sees no granted paths
     max_cost_per_session: float = 0.0  # 0: no limit
     max_tokens_per_session: int = 0
     max_steps: int = 0
@@ -126,6 +129,8 @@ class Policy:
                          if self.allowed_model_patterns() else "no model allowed")
         if self.sandbox:
             rules.append("sandbox required" + (" (the gateway's job)" if self.gateway_url else ""))
+        if not self.sandbox_grants:
+            rules.append("no sandbox grants (nothing outside the workspace)")
         if self.max_cost_per_session:
             rules.append(f"at most ${self.max_cost_per_session:g} per session")
         if self.max_tokens_per_session:
@@ -167,6 +172,7 @@ def _make_strictest(policy: Policy) -> None:
     policy.approval = "always"
     policy.allowed_models = [(policy.files[0], [])]
     policy.sandbox = True
+    policy.sandbox_grants = False
     policy.max_steps = 1
     policy.mcp_denied = ["*"]
 
@@ -223,6 +229,12 @@ def _apply_rule(policy: Policy, path: Path, key: str, value: Any) -> None:
             raise _Bad(f'must be "required" (or "optional"); got {value!r}')
         if value in ("required", True) and not policy.sandbox:
             policy.sandbox = True
+            policy.sources[key] = path
+    elif key == "sandbox_grants":
+        if value not in ("denied", "allowed", True, False):
+            raise _Bad(f'must be "denied" (or "allowed"); got {value!r}')
+        if value in ("denied", False) and policy.sandbox_grants:
+            policy.sandbox_grants = False
             policy.sources[key] = path
     elif key in ("max_cost_per_session", "max_tokens_per_session", "max_steps"):
         _limit(policy, path, key, value)

@@ -176,10 +176,35 @@ def _child_rules(session: Any, child: Any, policy: Policy, notices: list[str]) -
 
         _guard(child, "gateway_url", check_url)
         return
+    _grant_rules(child, policy, notices)
     if policy.sandbox:
         _raise_floor(child, "sandbox", True, "" if child.sandbox else sandbox_problem(policy),
                      notices)
         _guard(child, "sandbox", lambda v: "" if v else sandbox_problem(policy))
+
+
+def grants_problem(policy: Policy, paths: list[str]) -> str:
+    if policy.sandbox_grants or not paths:
+        return ""
+    return (f"Sandbox grants are not allowed: {policy.where('sandbox_grants')} keeps the "
+            "sandboxed child to its workspace (no read_paths / write_paths, no `%sandbox "
+            "allow`). Copy what it needs into the workspace instead.")
+
+
+def _grant_rules(child: Any, policy: Policy, notices: list[str]) -> None:
+    grants = getattr(child, "grants", None)
+    if policy.sandbox_grants or grants is None:
+        return
+    from oi_kernel.execution.sandbox import READ_ENV, WRITE_ENV
+
+    for trait, env in (("read_paths", READ_ENV), ("write_paths", WRITE_ENV)):
+        if problem := grants_problem(policy, getattr(grants, trait)):
+            origin = _origin(grants, trait)
+            origin = env if origin == "the default" else origin  # (its default is the env)
+            notices.append(f"{origin} grants {', '.join(getattr(grants, trait))}; not used. "
+                           f"{problem}")
+            grants.set_trait(trait, [])
+        _guard(grants, trait, lambda v: grants_problem(policy, v))
 
 
 def _log_rule(session: Any, policy: Policy, notices: list[str]) -> None:
