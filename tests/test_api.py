@@ -106,7 +106,8 @@ def test_two_turns_with_approval_callback(llm_server, tmp_path):
     assert ApprovalChunk(1, "edited", "print(x * 100)") in second
     [out] = [c for c in second if isinstance(c, OutputChunk)]
     assert (out.status, out.text) == ("ok", "500")
-    assert tool_results(llm_server.requests[3]) == ["5", "500"]  # it saw the edit's output
+    assert tool_results(llm_server.requests[3]) == [  # it saw the edit's output
+        "5\n\nWhat the code changed:\n- x: int 5 (new)", "500"]
     assert user_texts(llm_server.requests[3])[:2] == ["compute 2+3", "multiply it by ten"]
 
     records = read_log(log_path)

@@ -161,7 +161,7 @@ def shape(messages: list[dict]) -> list[tuple]:
     ]
 
 
-def test_undo_removes_the_turn_but_not_its_side_effects(oi, llm_server):
+def test_undo_removes_the_turn_and_rolls_back_its_side_effects(oi, llm_server):
     llm_server.enqueue(S.tool_call("x = 41"), S.text("Set."))
     assert oi.execute("set x", stdin=["y"]).status == "ok"
     llm_server.enqueue(S.tool_call("x = x + 1"), S.text("Incremented."))
@@ -169,14 +169,14 @@ def test_undo_removes_the_turn_but_not_its_side_effects(oi, llm_server):
 
     undone = oi.execute("%undo").text
     assert "the last instruction (“increment x”)" in undone
-    assert "side effects are not undone" in undone
+    assert "Rolled back to before instruction" in undone
 
     llm_server.enqueue(S.text("Fine."))
     oi.execute("what now")
     body = llm_server.requests[-1]
     assert users(body) == ["set x", "what now"]
     assert "x = x + 1" not in json.dumps(body["messages"])
-    assert oi.execute("%%python\nprint(x)").stdout == "42\n"  # the code's effect stays
+    assert oi.execute("%%python\nprint(x)").stdout == "41\n"  # the code's effect is undone
 
     assert "the last 2 instructions" in oi.execute("%undo 5").text  # all that is left
     assert "Nothing to undo" in oi.execute("%undo").text

@@ -50,7 +50,8 @@ def test_two_turns_share_variables_and_feed_output_back(oi, _server):
     assert "12" in first.stdout
     assert "The total is 12." in first.text
     # the output went back to the LLM as the tool result
-    assert sent_tool_results(_server.requests[1]) == ["12"]
+    assert sent_tool_results(_server.requests[1]) == [
+        "12\n\nWhat the code changed:\n- sales: list[3] (new)"]
 
     _server.enqueue(S.tool_call("print(max(sales) * 10)"), S.text("50"))
     second = oi.execute("multiply the largest by ten")

@@ -122,7 +122,8 @@ def test_variables_flow_between_the_user_and_the_model(ip, _server):
     first = user_texts(_server.requests[0])[-1]
     assert first.startswith("add up sales")
     assert "sales: list[3] = [3, 4, 5]" in first  # the model was told about the variable
-    assert tool_results(_server.requests[1]) == ["total 12\n24"]  # print + last expression
+    assert tool_results(_server.requests[1]) == [  # print + last expression, then the change
+        "total 12\n24\n\nWhat the code changed:\n- total: int 12 (new)"]
     after = ip.execute("print(total + 1)")
     assert after.stdout == "13\n"  # the model's variable is the user's now
 
@@ -496,7 +497,8 @@ def test_terminal_ipython_prompts_on_stdin(_server, tmp_path):
     assert "print('term', term_total)" in out  # shown before the prompt
     assert "term 42" in out and "It is 42." in out and "after 47" in out
     assert "x_before: int = 5" in user_texts(_server.requests[0])[0]
-    assert tool_results(_server.requests[1]) == ["term 42"]
+    assert tool_results(_server.requests[1]) == [
+        "term 42\n\nWhat the code changed:\n- term_total: int 42 (new)"]
 
 
 def test_profile_instructions_and_undo_commands(llm_server, tmp_path):

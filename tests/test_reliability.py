@@ -621,7 +621,8 @@ def test_two_kernels_at_once_are_independent(_server, tmp_path):
     def answer(body: dict) -> S.Response:
         last = body["messages"][-1]
         if last["role"] == "tool":
-            return S.text(f"Set: {last['content']}")
+            output = last["content"].split("\n\nWhat the code changed:")[0]  # then the summary
+            return S.text(f"Set: {output}")
         name = S.last_user_text(body).split()[-1]
         return S.tool_call(f"import os, time\ntime.sleep(0.5)\nowner = {name!r}\nprint(owner)")
 
@@ -781,7 +782,8 @@ def test_the_session_logs_survived_every_fault(kernel, flaky):
 def _long_session_answer(body: dict) -> S.Response:
     last = body["messages"][-1]
     if last["role"] == "tool":
-        return S.text(f"Turn done: {last['content'].strip()}")
+        output = last["content"].split("\n\nWhat the code changed:")[0]  # then the summary
+        return S.text(f"Turn done: {output.strip()}")
     n = int(S.last_user_text(body).split()[-1])
     return S.tool_call(f"v{n} = {n} * 2\nprint(v{n})")
 

@@ -25,6 +25,12 @@ import {
 } from './commands';
 import { ConnectionManager } from './manager';
 import { DEFAULT_SETTINGS, ISettings, readSettings } from './settings';
+import {
+  UNDO_COMMAND,
+  UNDO_TOOLBAR_ITEM,
+  undoAndNotify,
+  undoButton
+} from './undo';
 import { StatusItem, exportButton } from './widgets';
 
 const PLUGIN_ID = 'oi-kernel:plugin';
@@ -67,6 +73,7 @@ function activate(
     docManager
   };
   addCommands(ctx);
+  addUndo(app, manager, tracker, palette, toolbarRegistry);
 
   // Enablement of the export/verify commands follows the current notebook.
   manager.changed.connect(() => {
@@ -130,6 +137,44 @@ function addToolbarButton(
   } else {
     tracker.widgetAdded.connect((_, panel) => {
       panel.toolbar.addItem(TOOLBAR_ITEM, create(panel));
+    });
+  }
+}
+
+function addUndo(
+  app: JupyterFrontEnd,
+  manager: ConnectionManager,
+  tracker: INotebookTracker,
+  palette: ICommandPalette | null,
+  toolbarRegistry: IToolbarWidgetRegistry | null
+): void {
+  const current = () =>
+    manager.current?.available === true ? manager.current : null;
+  app.commands.addCommand(UNDO_COMMAND, {
+    label: 'Undo Last Instruction',
+    caption:
+      'Forget the last instruction and roll back the variables and files its code changed',
+    isEnabled: () => current() !== null,
+    execute: () => {
+      const connection = current();
+      return connection ? undoAndNotify(connection) : undefined;
+    }
+  });
+  manager.changed.connect(() => app.commands.notifyCommandChanged(UNDO_COMMAND));
+  palette?.addItem({ command: UNDO_COMMAND, category: PALETTE_CATEGORY });
+  const create = (panel: NotebookPanel) => {
+    const connection = manager.get(panel);
+    return undoButton(connection, () => {
+      if (connection.available) {
+        void undoAndNotify(connection);
+      }
+    });
+  };
+  if (toolbarRegistry) {
+    toolbarRegistry.addFactory<NotebookPanel>('Notebook', UNDO_TOOLBAR_ITEM, create);
+  } else {
+    tracker.widgetAdded.connect((_, panel) => {
+      panel.toolbar.addItem(UNDO_TOOLBAR_ITEM, create(panel));
     });
   }
 }

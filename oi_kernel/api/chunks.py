@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from oi_kernel.core import events as E
+from oi_kernel.core.changes import change_lines
 from oi_kernel.core.output_text import outputs_to_text
 from oi_kernel.core.types import Turn, Usage
 
@@ -57,6 +58,8 @@ class OutputChunk:
     status: str  # ok, error, interrupted, died
     outputs: list[dict[str, Any]] = field(default_factory=list)
     text: str = ""
+    changes: dict[str, Any] | None = None  # variables and files the step changed
+    changes_text: str = ""  # the same as lines ("x: int 1 → 2", "out.csv (created, 3 bytes)")
 
 
 @dataclass
@@ -104,7 +107,11 @@ def to_chunks(event: E.Event) -> list[Chunk]:
         code = decision.code if decision.action == "run" else ""
         return [ApprovalChunk(event.record.index, decision.label, code)]
     if isinstance(event, E.StepDone):
-        return [_output_chunk(event.record.index, event.record.status, event.record.outputs)]
+        record = event.record
+        chunk = _output_chunk(record.index, record.status, record.outputs)
+        chunk.changes = record.changes
+        chunk.changes_text = "\n".join(change_lines(record.changes))
+        return [chunk]
     if isinstance(event, E.Notice):
         return [NoticeChunk(event.text, event.level)]
     if isinstance(event, E.TurnDone):

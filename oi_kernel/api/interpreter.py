@@ -48,6 +48,7 @@ from oi_kernel.core import events as E
 from oi_kernel.core.conversation import MessageList
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.languages import as_ipython_cell, normalize_language
+from oi_kernel.core.rollback import Checkpoint
 from oi_kernel.core.types import ApprovalRequest, Turn, Usage
 from oi_kernel.errors import OIError
 from oi_kernel.llm.client import LLM
@@ -283,6 +284,29 @@ class Interpreter:
                               f"{result.message or result.outputs}")
             names.append(function.__name__)
         return self._res.loop.call(offer_functions(self.session, names))
+
+    @property
+    def checkpoints(self) -> list[Checkpoint]:
+        """The checkpoints kept (one before each instruction that ran code), oldest first;
+        ``restore(cp.number)`` goes back to one."""
+        return list(self.engine.checkpoints)
+
+    def undo(self, n: int = 1) -> str:
+        """Forget the last ``n`` instructions and roll back what their code did (variables
+        and files, as of the checkpoint before the first of them). Returns what was restored
+        and what could not be, in words."""
+        self._check_idle()
+        removed, rolled = self._res.loop.call(self.engine.undo_and_roll_back(n))
+        if not removed:
+            return "Nothing to undo: the conversation is empty."
+        return rolled or f"Forgot {len(removed)} instruction(s); no code had run, nothing to roll back."
+
+    def restore(self, number: int) -> str:
+        """Go back to checkpoint ``number`` (see ``checkpoints``); later instructions are
+        forgotten. Returns what was restored and what could not be."""
+        self._check_idle()
+        _removed, rolled = self._res.loop.call(self.engine.restore(number))
+        return rolled
 
     def reset(self) -> None:
         """Forget the conversation; Python variables are kept (see ``restart``)."""

@@ -177,6 +177,7 @@ class ApprovalCard:
         publish("update_display_data", {
             "data": {"text/html": record, "text/plain": plain}, "metadata": {},
             "transient": {"display_id": self.display_id}})
+        decision.shown = {"display_id": self.display_id, "html": record, "plain": plain}
         _close_tree(self.root)
 
 

@@ -91,6 +91,33 @@ class Engine(StepRunner):
                            messages=len(self.conversation))
         return removed
 
+    def _conversation_index(self, turn: Turn) -> int:
+        return turn.conversation_index
+
+    async def undo_and_roll_back(self, n: int = 1) -> tuple[list[str], str]:
+        """Forget the last ``n`` instructions and roll the state back to before the first of
+        them that ran code. Returns (the instructions, what the rollback did, "" if none)."""
+        starts = len(self.conversation.turn_starts)
+        cut = max(0, starts - n)
+        targets = [c for c in self.checkpoints if cut <= c.conversation_index < starts
+                   and self.conversation.instruction(c.conversation_index).startswith(
+                       c.instruction)]  # still the same conversation (not reset or loaded)
+        removed = self.undo(n)
+        if not targets:
+            return removed, ""
+        return removed, await self.rollback_to(min(targets, key=lambda c: c.number))
+
+    async def restore(self, number: int) -> tuple[list[str], str]:
+        """Go back to checkpoint ``number`` (before that instruction ran); the instructions
+        from it on are forgotten too. Returns (the instructions, what the rollback did)."""
+        checkpoint = self.checkpoint_named(number)
+        at = checkpoint.conversation_index
+        same = (at < len(self.conversation.turn_starts)
+                and self.conversation.instruction(at).startswith(checkpoint.instruction))
+        n = len(self.conversation.turn_starts) - at
+        removed = self.undo(n) if same and n > 0 else []
+        return removed, await self.rollback_to(checkpoint)
+
     def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
         """The messages of the next LLM request: system prompt, then the conversation."""
         policy = self.policy
@@ -207,7 +234,8 @@ class Engine(StepRunner):
             check()
         self._check_instruction(instruction)
         note = await self._namespace_note()  # before the turn exists: an interrupt here is clean
-        turn = Turn(index=len(self.turns) + 1, instruction=instruction)
+        turn = Turn(index=len(self.turns) + 1, instruction=instruction,
+                    conversation_index=len(self.conversation.turn_starts))
         self.turns.append(turn)
         self.log_event("turn_start", turn=turn.index, instruction=instruction)
         self.conversation.start_turn(instruction + note)
@@ -294,7 +322,8 @@ class Engine(StepRunner):
         """Propose recorded code (``%load --replay``) through the same review, approval and
         execution path as the model's code, without calling the LLM. The conversation is
         not changed; the steps are recorded as a turn (``log_fields`` go in its turn_start)."""
-        turn = Turn(index=len(self.turns) + 1, instruction=title)
+        turn = Turn(index=len(self.turns) + 1, instruction=title,
+                    conversation_index=len(self.conversation.turn_starts))
         self.turns.append(turn)
         self.log_event("turn_start", turn=turn.index, instruction=title, **log_fields)
         run_all = False

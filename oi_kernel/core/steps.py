@@ -12,12 +12,12 @@ from typing import Any
 
 from traitlets import Instance
 
-from oi_kernel.core import prompts
+from oi_kernel.core import changes, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.events import CodeProposed, Decided, EventSink, Notice, StepDone
 from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.languages import available_languages, normalize_language
-from oi_kernel.core.settings import EngineSettings
+from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import ModelPolicy, policy_for
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, code_hash
@@ -25,7 +25,7 @@ from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, format_flags, review
 
 
-class StepRunner(EngineSettings):
+class StepRunner(Rollback):
     """Runs proposed blocks through review, decision and execution."""
 
     llm = Instance(object, help="The LLM client (``oi_kernel.llm.client.LLM`` or a stand-in).")
@@ -119,9 +119,17 @@ class StepRunner(EngineSettings):
             return run_all, decision.action == "stop"
         ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
                               block.bare, tool=block.tool)
+        if not block.tool:  # (a tool's effects are its server's: nothing here to roll back)
+            problem = await self.ensure_checkpoint(turn, self._conversation_index(turn))
+            if problem:
+                emit(Notice(problem, "warning"))
         await self._execute(turn, record, ran_block, format_flags(flags), emit, spec)
         emit(StepDone(record))
         return run_all or decision.run_all, False
+
+    def _conversation_index(self, turn: Turn) -> int:
+        """The instruction's place in the conversation (the engine knows it)."""
+        return 0
 
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
         """Whether the policy asks the user about this block. "Run all" skips the asking for
@@ -146,6 +154,7 @@ class StepRunner(EngineSettings):
         self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str, emit: EventSink,
         spec: ToolSpec | None = None,
     ) -> None:
+        tracked = False if block.tool else await self.track_begin(block.language)
         started = time.monotonic()
         try:
             result = await self._run_with_timeout(block)
@@ -155,11 +164,13 @@ class StepRunner(EngineSettings):
             record.feedback = prompts.step_feedback("interrupted", "")
             self._log_execution(turn, record, block, spec)
             raise
+        if tracked and (result is None or result.status != "died"):
+            record.changes = await self.track_end()
         record.duration_s = time.monotonic() - started
         if result is None:  # the step timeout stopped it (the executor interrupted the child)
             record.status = "interrupted"
-            record.feedback = prompts.step_feedback(
-                "timeout", timeout_feedback(self.step_timeout), flags)
+            record.feedback = _with_changes(prompts.step_feedback(
+                "timeout", timeout_feedback(self.step_timeout), flags), record)
             emit(Notice(timeout_notice(self.step_timeout), "warning"))
             self._log_execution(turn, record, block, spec)
             return
@@ -174,8 +185,8 @@ class StepRunner(EngineSettings):
         if block.tool:
             record.feedback = prompts.tool_feedback(result.status, text)
         else:
-            record.feedback = prompts.step_feedback(result.status, text, flags, block.code,
-                                                    policy.small)
+            record.feedback = _with_changes(prompts.step_feedback(
+                result.status, text, flags, block.code, policy.small), record)
         self._log_execution(turn, record, block, spec)
 
     async def _run_with_timeout(self, block: CodeBlock) -> ExecResult | None:
@@ -220,6 +231,7 @@ class StepRunner(EngineSettings):
             outputs=record.outputs,
             duration_s=round(record.duration_s, 4),
             feedback=record.feedback,
+            changes=record.changes,
             **tool_fields(spec),
         )
 
@@ -241,6 +253,12 @@ def tool_flags(spec: ToolSpec | None) -> list[Flag]:
                      "destructive: it may delete or overwrite data")]
     return [Flag(0, "tool", MEDIUM, f"the server '{spec.server}' does not mark this tool "
                  "read-only: it may change things")]
+
+
+def _with_changes(feedback: str, record: StepRecord) -> str:
+    """The step's feedback and, after it, what the step changed (bounded)."""
+    summary = changes.for_model(record.changes)
+    return f"{feedback}\n\n{summary}" if summary else feedback
 
 
 def _asks(approval: str, request: ApprovalRequest) -> bool:

@@ -106,6 +106,9 @@ class Decision:
     reason: str = ""
     by: str = "user"
     at: float = field(default_factory=time.time)
+    # where a front door shows this decision ({"display_id", "html", "plain"}), so that what
+    # the step changed can be added to that record later
+    shown: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -133,6 +136,7 @@ class StepRecord:
     outputs: list[dict[str, Any]] = field(default_factory=list)
     feedback: str = ""
     duration_s: float = 0.0
+    changes: dict[str, Any] | None = None  # what the step changed (``core.changes``)
 
     @property
     def code_ran(self) -> str | None:
@@ -148,6 +152,7 @@ class Turn:
     index: int
     instruction: str
     started: float = field(default_factory=time.time)
+    conversation_index: int = 0  # its place among the conversation's instructions
     steps: list[StepRecord] = field(default_factory=list)
     final_text: str = ""
     end_reason: str = ""

@@ -16,7 +16,9 @@ is collected, with output content still packed (JSON bytes).
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -25,8 +27,9 @@ from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.languages import as_ipython_cell
 from oi_kernel.core.outputs import OUTPUT_TYPES, OutputCollector
 from oi_kernel.core.types import CodeBlock
-from oi_kernel.errors import ChildDiedError
+from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
+from oi_kernel.execution.probe_loader import BOOT
 
 STOP_GRACE_S = 3.0
 
@@ -77,6 +80,25 @@ class ChildRunner:
     async def namespace_summary(self) -> str:
         """The child's namespace is its own: the model sees what earlier steps printed."""
         return ""
+
+    async def probe(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Call the change/checkpoint probe inside the child (installed on first use, as
+        ``sys.modules['_oi_probe']``: nothing enters the user's namespace). A silent
+        execution: no output, no history, no execution count."""
+        if name in ("end", "drop") and not self.ready:  # the child it ran in is gone
+            raise ChildDiedError("The child kernel is not running.")
+        await self.prepare()
+        call = f"__import__('sys').modules['_oi_probe'].call({name!r}, *{args!r}, **{kwargs!r})"
+        for code in ("", BOOT):  # the probe is sent only to a child that lacks it
+            reply = await self.child.execute(code, silent=True, store_history=False,
+                                             user_expressions={"r": call})
+            result = (reply.get("user_expressions") or {}).get("r") or {}
+            if (result.get("ename"), result.get("evalue")) != ("KeyError", "'_oi_probe'"):
+                break
+        if result.get("status") != "ok":
+            raise ChildKernelError(f"the change probe failed in the child: "
+                                   f"{result.get('ename', '')}: {result.get('evalue', reply)}")
+        return json.loads(ast.literal_eval(result["data"]["text/plain"]))
 
     async def run(self, block: CodeBlock) -> ExecResult:
         """The ``Executor`` seam: run one approved block (other languages via cell magics)."""

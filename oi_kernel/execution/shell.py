@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -276,6 +277,12 @@ class ShellExecutor:
         ]
         with SessionTap(sessions, parent_id, collector):
             yield
+
+    async def probe(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Call the change/checkpoint probe here, in the user's own process."""
+        from oi_kernel.execution.probe_loader import local_probe
+
+        return json.loads(local_probe().call(name, *args, **kwargs))
 
     async def namespace_summary(self) -> str:
         """The user's variables, briefly (IPython's own names left out, secrets masked)."""

@@ -162,6 +162,7 @@ class _Builder:
             "time": r.get("t"),
             "tool": ({"server": r.get("server"), "tool": r.get("server_tool")}
                      if r.get("tool_kind") == "mcp" else None),
+            "changes": r.get("changes") or None,  # what the step changed (variables, files)
         }
 
     def _direct_meta(self, r: dict[str, Any]) -> dict[str, Any]:

@@ -345,23 +345,36 @@ def _history(ctx: CommandContext, arg: str) -> None:
     ctx.say("```\n" + "\n".join(lines) + "\n```")
 
 
-@command("undo", "[N]", "forget the last instruction (or N) in what the model sees")
-def _undo(ctx: CommandContext, arg: str) -> None:
+@command("undo", "[N]", "forget the last instruction (or N) and roll back what its code did")
+async def _undo(ctx: CommandContext, arg: str) -> None:
+    from oi_kernel.core.changes import undo_message
+
     try:
         n = int(arg) if arg else 1
     except ValueError as exc:
         raise ctx.usage("undo [N] (a whole number of instructions)") from exc
-    removed = ctx.session.engine.undo(n)
-    if not removed:
-        ctx.say("Nothing to undo: the conversation is empty.")
-        return
-    first = removed[-1].splitlines()[0][:80] if removed[-1].strip() else ""
-    one = len(removed) == 1
-    what = f"the last instruction (“{first}”)" if one else f"the last {len(removed)} instructions"
-    its = "its" if one else "their"
-    ctx.say(f"Removed {what} from the conversation: the model will not see "
-            f"{'it' if one else 'them'}. **{its.title()} side effects are not undone**: "
-            f"variables, files and anything else {its} code did stay as they are.")
+    engine = ctx.session.engine
+    removed, rolled = await engine.undo_and_roll_back(n)
+    ctx.say(undo_message(removed, rolled, engine.checkpoints_enabled))
+
+
+@command("checkpoints", "", "list the checkpoints undo and restore can go back to")
+def _checkpoints(ctx: CommandContext, arg: str) -> None:
+    from oi_kernel.core.changes import checkpoints_markdown
+
+    ctx.say(checkpoints_markdown(ctx.session.engine.checkpoints, ctx.prefix))
+
+
+@command("restore", "K", "go back to checkpoint K (see checkpoints): variables and files")
+async def _restore(ctx: CommandContext, arg: str) -> None:
+    try:
+        number = int(arg)
+    except ValueError as exc:
+        raise ctx.usage("restore K (a checkpoint number from the checkpoints command)") from exc
+    removed, rolled = await ctx.session.engine.restore(number)
+    forgot = (f" Forgot {len(removed)} instruction{'s' if len(removed) != 1 else ''} from the "
+              "conversation.") if removed else ""
+    ctx.say(rolled + forgot)
 
 
 @command("save", "[PATH] [--force]", "save the conversation as JSON (secrets are removed)")

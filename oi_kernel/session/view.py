@@ -24,9 +24,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from oi_kernel.core import changes
 from oi_kernel.core import events as E
 from oi_kernel.core.codeblocks import block_spans, reply_text
-from oi_kernel.core.types import ApprovalRequest, CodeBlock, Turn
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
 
 Publish = Callable[[str, dict[str, Any]], None]
 DISPLAY_MODES = ("auto", "live", "text")
@@ -271,6 +272,24 @@ class TurnView:
             self._settle()
         self._reply = None
 
+    def _show_changes(self, record: StepRecord) -> None:
+        """What the step changed: added to the decided record when a card showed one (it
+        stays in the saved notebook), else shown under the step."""
+        shown = changes.for_cell(record.changes)
+        if shown is None:
+            return
+        markup, plain = shown
+        metadata = {"oi": {"changes": record.changes}}
+        at = record.decision.shown if record.decision is not None else None
+        if at:
+            data = {"text/html": at["html"] + markup, "text/plain": f"{at['plain']}\n{plain}"}
+            self.publish("update_display_data", {
+                "data": data, "metadata": metadata,
+                "transient": {"display_id": at["display_id"]}})
+        else:
+            self.publish("display_data", {"data": {"text/html": markup, "text/plain": plain},
+                                          "metadata": metadata})
+
     # ------------------------------------------------------------ other events
     def show_markdown(self, text: str, plain: str | None = None) -> None:
         self.publish("display_data", {"data": markdown_bundle(text, plain), "metadata": {}})
@@ -301,6 +320,8 @@ class TurnView:
             d = event.record.decision
             if d is not None and d.by != "auto":
                 self.show_markdown(f"*Step {event.record.index}: {d.label}*")
+        elif isinstance(event, E.StepDone):
+            self._show_changes(event.record)
         elif isinstance(event, E.Notice):
             icon = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}[event.level]
             self.show_markdown(f"{icon} {event.text}", event.text)

@@ -1,0 +1,176 @@
+"""Change tracking and checkpoints, on the engine's side (every front door gets them).
+
+Executors that can look inside the namespace their code runs in offer ``probe(name,
+*args)`` (see ``oi_kernel.execution.probe``, which does the work where the code runs).
+Around each step the engine asks for ``begin``/``end`` and keeps the change summary on the
+step; before an instruction runs its first code it asks for a ``checkpoint`` numbered by the
+instruction. ``rollback_to`` restores one (namespace and files) and says in words what came
+back and what did not. Settings are ``c.Engine.*`` (or ``c.Rollback.*``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from traitlets import Bool, Float, Integer, Unicode
+
+from oi_kernel.core.changes import restore_message
+from oi_kernel.core.settings import EngineSettings
+from oi_kernel.core.types import Turn
+from oi_kernel.errors import OIError
+
+NO_PROBE = ("code here runs where this session cannot look inside it, so nothing is "
+            "tracked or rolled back")
+
+
+@dataclass
+class Checkpoint:
+    """The state before instruction ``number`` ran its first code."""
+
+    number: int
+    instruction: str
+    conversation_index: int  # the instruction's place in the conversation (turn_starts)
+    created: float = field(default_factory=time.time)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Rollback(EngineSettings):
+    """Change summaries per step and checkpoints per instruction."""
+
+    track_changes = Bool(
+        True, config=True,
+        help="After each step, list the variables and files it created, changed or deleted "
+        "(in the cell, for the model, in the log).")
+    checkpoints_enabled = Bool(
+        True, config=True,
+        help="Before an instruction runs code, keep a checkpoint so %undo / %restore can roll "
+        "the namespace and the working directory back (see docs/rollback.md).")
+    max_checkpoints = Integer(
+        10, config=True, help="Checkpoints kept; older ones are dropped (undo reaches back "
+        "this many instructions).")
+    max_file_bytes = Integer(
+        10_000_000, config=True,
+        help="Largest file whose content is saved before a step changes it (bytes); larger "
+        "files are named as not restorable.")
+    max_checkpoint_bytes = Integer(
+        100_000_000, config=True,
+        help="Most bytes of saved file contents per checkpoint; beyond it files are named as "
+        "not restorable.")
+    scan_budget_ms = Float(
+        50.0, config=True,
+        help="Time for one scan of the working directory (before and after a step); a scan cut "
+        "short is said so.")
+    scan_max_files = Integer(20_000, config=True, help="Most files one scan looks at.")
+    checkpoint_dir = Unicode(
+        "", config=True,
+        help="Where saved file contents are kept; empty: .oi_checkpoints/<session> in the "
+        "working directory (inside the sandbox's writable workspace).")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.checkpoints: list[Checkpoint] = []
+        self._store_id = uuid.uuid4().hex[:10]
+
+    # ------------------------------------------------------------ probe calls
+    def _probe_fn(self) -> Any:
+        return getattr(self.executor, "probe", None)  # type: ignore[attr-defined]
+
+    async def _probe(self, name: str, *args: Any) -> dict[str, Any]:
+        probe = self._probe_fn()
+        if probe is None:
+            raise OIError(NO_PROBE)
+        if name in ("begin", "checkpoint", "restore"):  # a restarted child starts from defaults
+            settings = {"scan_budget_s": self.scan_budget_ms / 1000,
+                        "max_files": self.scan_max_files, "max_file_bytes": self.max_file_bytes,
+                        "max_total_bytes": self.max_checkpoint_bytes,
+                        "ignore": self._not_scanned()}
+            return await probe(name, *args, settings=settings)
+        return await probe(name, *args)
+
+    def _not_scanned(self) -> list[str]:
+        """The session log's folder: the session writes it, not the user's code."""
+        path = getattr(self.log_sink, "path", None)  # type: ignore[attr-defined]
+        return [os.path.dirname(os.path.abspath(path))] if path else []
+
+    def store_dir(self) -> str:
+        """Where the probe keeps saved files: relative paths are to the directory the code
+        runs in (which for a remote kernel is not ours)."""
+        return os.path.join(self.checkpoint_dir or ".oi_checkpoints", self._store_id)
+
+    async def track_begin(self, language: str) -> bool:
+        """Before a step: fingerprint the namespace and files; False when not tracked."""
+        if not self.track_changes or self._probe_fn() is None:
+            return False
+        try:
+            await self._probe("begin", language)
+            return True
+        except Exception:  # tracking must never cost the user the step
+            self.log.exception("change tracking failed before a step")
+            return False
+
+    async def track_end(self) -> dict[str, Any] | None:
+        try:
+            return await self._probe("end")
+        except Exception:
+            self.log.exception("change tracking failed after a step")
+            return None
+
+    async def ensure_checkpoint(self, turn: Turn, conversation_index: int) -> str:
+        """Keep a checkpoint for ``turn`` before its first code; returns a problem or ""."""
+        if (not self.checkpoints_enabled or self._probe_fn() is None
+                or any(c.number == turn.index for c in self.checkpoints)):
+            return ""
+        try:
+            info = await self._probe("checkpoint", turn.index, self.store_dir())
+        except Exception as exc:
+            self.log.exception("checkpoint failed")
+            return (f"No checkpoint could be kept before this instruction ({exc}); undo will "
+                    "only forget the messages.")
+        self.checkpoints.append(Checkpoint(turn.index, turn.instruction, conversation_index,
+                                           info=info))
+        self.log_event("checkpoint", turn=turn.index, **info)  # type: ignore[attr-defined]
+        while len(self.checkpoints) > max(1, self.max_checkpoints):
+            old = self.checkpoints.pop(0)
+            try:
+                await self._probe("drop", old.number)
+            except Exception:
+                self.log.exception("dropping checkpoint %s failed", old.number)
+        return ""
+
+    async def rollback_to(self, checkpoint: Checkpoint) -> str:
+        """Restore ``checkpoint`` (and forget it and later ones); a message for the user."""
+        report = await self._probe("restore", checkpoint.number, self.store_dir())
+        self.checkpoints = [c for c in self.checkpoints if c.number < checkpoint.number]
+        first = (checkpoint.instruction.splitlines() or [""])[0][:80]
+        self.log_event("rollback", turn=checkpoint.number, **report)  # type: ignore[attr-defined]
+        return restore_message(report, f"before instruction {checkpoint.number} (“{first}”)")
+
+    def forget_saved_files(self) -> None:
+        """Delete this session's saved file contents (the session ends; its checkpoints go
+        with the process that held them)."""
+        import shutil
+
+        try:
+            store = os.path.join(self.executor.cwd, self.store_dir())  # type: ignore[attr-defined]
+        except Exception:  # no working directory to speak of: nothing was saved
+            return
+        shutil.rmtree(store, ignore_errors=True)
+        try:
+            base = os.path.dirname(store)
+            if set(os.listdir(base)) <= {".gitignore"}:
+                shutil.rmtree(base, ignore_errors=True)
+        except OSError:
+            pass
+        self.checkpoints = []
+
+    def checkpoint_named(self, number: int) -> Checkpoint:
+        for cp in self.checkpoints:
+            if cp.number == number:
+                return cp
+        known = ", ".join(str(c.number) for c in self.checkpoints) or "none"
+        raise OIError(f"There is no checkpoint {number}. Checkpoints kept: {known} "
+                      "(see the checkpoints command).")

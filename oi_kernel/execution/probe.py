@@ -1,0 +1,271 @@
+"""What a step changed, and checkpoints to roll it back: the part that runs where the code runs.
+
+Standard library only, never imported as ``oi_kernel...``: ``probe_loader`` runs this file
+and ``probe_checkpoints.py`` as one private module, ``sys.modules['_oi_probe']``, in the
+child kernel (``ChildRunner``) or in the user's process (``ShellExecutor``, for ``%%oi``);
+nothing is added to the user's namespace. Both call ``call(name, *args)``, whose results are
+JSON-ready.
+
+Change summary (``begin`` / ``end``): each public variable is fingerprinted by identity,
+type and a cheap description (length, shape, dtype, or the value of small scalars and short
+strings); nothing is pickled or copied. The working directory is scanned with ``os.scandir``
+(size, mtime, inode) within a time budget and a file cap, skipping caches and VCS folders.
+
+Checkpoints (``checkpoint`` / ``restore``): ``os.fork`` keeps a frozen copy-on-write image of
+the process, costing page tables at checkpoint time and memory only as pages change; only at
+restore does the fork pickle the namespace to a file, which the process loads. Functions,
+classes and modules are restored by reference; values that cannot be pickled are named.
+Files: an audit hook saves a file's pre-image the first time a step opens it for writing,
+renames or removes it (within a size budget); shell steps, which the hook cannot see, get a
+bounded copy of the scanned files before they run. Files created after the checkpoint are
+removed on restore.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import types
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints", "node_modules",
+                       ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+                       ".oi_checkpoints", ".cache"})
+HIDDEN_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
+SHORT_TEXT = 40
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+class Settings:
+    scan_budget_s = 0.05
+    max_files = 20_000
+    max_file_bytes = 10_000_000
+    max_total_bytes = 100_000_000
+    store = ""  # where pre-images and dumps go
+    restore_timeout_s = 120.0
+    ignore = ()  # absolute paths not scanned (e.g. the session log's folder)
+
+
+# ----------------------------------------------------------------------------- variables
+def _namespace():
+    shell = _shell()
+    return shell.user_ns if shell is not None else sys.modules["__main__"].__dict__
+
+
+def _shell():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def public_names(ns):
+    """The user's variables: no ``_`` names, no IPython names, no modules."""
+    shell = _shell()
+    hidden = getattr(shell, "user_ns_hidden", None) or {} if shell is not None else {}
+    missing = object()
+    module = types.ModuleType
+    return {name: value for name, value in list(ns.items())
+            if type(name) is str and name[:1] != "_" and name not in HIDDEN_NAMES
+            and not isinstance(value, module) and hidden.get(name, missing) is not value}
+
+
+_SCALARS = frozenset({bool, int, float, complex, type(None)})
+_SIZED = frozenset({str, bytes, bytearray, list, tuple, dict, set, frozenset})
+_CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, types.MethodType})
+
+
+def _fingerprint(value):
+    """``(id, type, detail)``, cheap: no strings are built (``describe`` does that only for
+    what changed). ``detail``: small scalars and short strings themselves (immutable, so a
+    reference is no copy), the length of containers (plus, for lists and dicts of up to 1,000
+    items, a hash of the items' identities, so an append or an item change shows), the shape
+    and dtype of arrays and tables."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return (id(value), kind, value)
+    if kind in _SIZED:
+        if kind is str and len(value) <= SHORT_TEXT:
+            return (id(value), kind, value)
+        size = len(value)
+        if kind is list and size <= 1000:
+            return (id(value), kind, size, hash(tuple(map(id, value))))
+        if kind is dict and size <= 1000:
+            return (id(value), kind, size, hash(tuple(
+                (k if type(k) in (str, int) else id(k), id(v)) for k, v in value.items())))
+        return (id(value), kind, size)
+    if kind is type:
+        return (id(value), kind, value.__qualname__)
+    if kind in _CALLABLES:
+        return (id(value), kind, None)
+    try:
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple):
+            columns = getattr(value, "columns", None)
+            return (id(value), kind, shape, None if columns is not None
+                    else getattr(value, "dtype", None))
+    except Exception:
+        pass
+    return (id(value), kind, None)
+
+
+def describe(fp):
+    """A short description from a fingerprint: ``int 2``, ``str 'abc'``, ``list[3]``,
+    ``DataFrame 1000×5``, ``ndarray 10×3 float64``, ``class Model``, ``function``."""
+    kind, detail = fp[1], fp[2]
+    name = kind.__name__
+    if kind in _SCALARS or (kind is str and not isinstance(detail, int)):
+        text = repr(detail)
+        if len(text) <= SHORT_TEXT:
+            return f"{name} {text}"
+        return f"{name} ({len(text)} digits)"
+    if kind in _SIZED:
+        return f"{name}[{detail}]"
+    if kind is type:
+        return f"class {detail}"
+    if kind in _CALLABLES:
+        return "function"
+    if isinstance(detail, tuple):
+        text = f"{name} {'×'.join(str(n) for n in detail) or 'scalar'}"
+        return text + (f" {fp[3]}" if fp[3] is not None else "")
+    return name
+
+
+def fingerprints(ns):
+    return {name: _fingerprint(value) for name, value in public_names(ns).items()}
+
+
+def diff_variables(before, after):
+    changes = []
+    for name, fp in after.items():
+        old = before.get(name)
+        if old is None:
+            changes.append({"name": name, "change": "new", "after": describe(fp)})
+        elif old != fp:
+            changes.append({"name": name, "change": "changed", "before": describe(old),
+                            "after": describe(fp)})
+    changes += [{"name": n, "change": "deleted", "before": describe(fp)}
+                for n, fp in before.items() if n not in after]
+    return changes
+
+
+# ----------------------------------------------------------------------------- files
+def scan(root, budget_s=None, max_files=None, listed=None):
+    """``({relative path: (size, mtime_ns, inode)}, complete)`` of regular files under root;
+    ``listed`` (a set) receives the relative paths of the folders listed to the end."""
+    budget_s = Settings.scan_budget_s if budget_s is None else budget_s
+    max_files = Settings.max_files if max_files is None else max_files
+    deadline = time.perf_counter() + budget_s
+    ignore = frozenset(Settings.ignore)
+    cut = len(os.path.join(root, ""))  # entry.path[cut:] is the path relative to root
+    found = {}
+    stack = [root]
+    while stack:
+        top = stack.pop()
+        try:
+            entries = os.scandir(top)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                if len(found) >= max_files or time.perf_counter() > deadline:
+                    return found, False
+                if entry.path in ignore:
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in SKIP_DIRS:
+                            stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        found[entry.path[cut:]] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                except OSError:
+                    continue
+        if listed is not None:
+            listed.add(top[cut:] if len(top) >= cut else "")
+    return found, True
+
+
+def diff_files(before, after):
+    changes = []
+    for path, st in after.items():
+        old = before.get(path)
+        if old is None:
+            changes.append({"path": path, "change": "created", "size": st[0]})
+        elif old != st:
+            changes.append({"path": path, "change": "modified", "size": st[0],
+                            "before_size": old[0]})
+    changes += [{"path": p, "change": "deleted", "before_size": st[0]}
+                for p, st in before.items() if p not in after]
+    return sorted(changes, key=lambda c: c["path"])
+
+
+# ----------------------------------------------------------------------------- summary
+class _State:
+    before_vars = None
+    before_files = None
+    before_complete = True
+    before_listed = set()
+    root = ""
+    checkpoints = {}  # id -> Checkpoint
+    current = None  # the Checkpoint whose pre-images are being recorded
+    hooked = False
+    in_hook = False
+
+
+def begin(language="python"):
+    """Fingerprint the namespace and scan the files before a step."""
+    _State.root = os.getcwd()
+    _State.before_vars = fingerprints(_namespace())
+    _State.before_listed = set()
+    _State.before_files, _State.before_complete = scan(_State.root,
+                                                       listed=_State.before_listed)
+    cp = _State.current
+    if cp is not None and language != "python":  # the audit hook cannot see a shell
+        for rel in _State.before_files:
+            cp.save_preimage(os.path.join(_State.root, rel))
+    return {"ok": True}
+
+
+def end():
+    """What changed since ``begin``."""
+    if _State.before_vars is None:
+        return {}
+    started = time.perf_counter()
+    after_vars = fingerprints(_namespace())
+    after_listed = set()
+    after_files, complete = scan(_State.root, listed=after_listed)
+    files = diff_files(_State.before_files, after_files)
+    if not (complete and _State.before_complete):  # a cut scan: judge only folders both listed
+        seen = {"created": _State.before_listed, "deleted": after_listed}
+        files = [f for f in files if f["change"] == "modified"
+                 or os.path.dirname(f["path"]) in seen[f["change"]]]
+    cp = _State.current
+    if cp is not None:
+        for f in files:
+            if f["change"] == "created":
+                cp.created.add(os.path.join(_State.root, f["path"]))
+    if cp is not None:
+        cp.save_index()
+    result = {"variables": diff_variables(_State.before_vars, after_vars), "files": files,
+              "scan_complete": complete and _State.before_complete,
+              "cost_s": round(time.perf_counter() - started, 4)}
+    _State.before_vars = _State.before_files = None
+    return result
+
+
+def configure(**settings):
+    for name, value in settings.items():
+        if hasattr(Settings, name):
+            setattr(Settings, name, tuple(value) if isinstance(value, list) else value)
+    return {"ok": True}
+
+
+def call(name, *args, settings=None, **kwargs):
+    """The entry point: one of ``begin end checkpoint restore drop configure``, after applying
+    ``settings`` (see ``configure``); the result as JSON text."""
+    if settings:
+        configure(**settings)
+    return json.dumps(globals()[name](*args, **kwargs))

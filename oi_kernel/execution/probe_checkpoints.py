@@ -1,0 +1,407 @@
+"""Checkpoints and rollback: the second half of the probe (see ``probe.py``).
+
+Never imported on its own: ``probe_loader`` runs this file's source in the same module
+namespace as ``probe.py`` (in the child kernel, or in the user's process for ``%%oi``), so
+the names it uses (``Settings``, ``_State``, ``scan``, ``public_names``, ``_namespace``...)
+are that module's.
+"""
+# ruff: noqa: F821
+
+import json
+import os
+import pickle
+import shutil
+import signal
+import sys
+import time
+import types
+import weakref
+
+
+# ----------------------------------------------------------------------------- checkpoints
+class Checkpoint:
+    def __init__(self, cid):
+        self.cid = cid
+        self.dir = os.path.join(Settings.store, str(cid))
+        os.makedirs(self.dir, exist_ok=True)
+        ignore = os.path.join(os.path.dirname(Settings.store), ".gitignore")
+        if not os.path.exists(ignore):  # never committed by accident (like .pytest_cache)
+            with open(ignore, "w") as fh:
+                fh.write("# saved by oi_kernel for %undo; deleted when the session ends\n*\n")
+        self.refs = {n: _keep(v) for n, v in public_names(_namespace()).items()}
+        self.root = os.getcwd()
+        self.files, self.files_complete = scan(self.root)
+        self.preimages = {}  # absolute path -> saved copy, or None (did not exist)
+        self.too_big = {}  # absolute path -> size
+        self.created = set()
+        self.saved_bytes = 0
+        self.pid, self.cmd_w, self.done_r = self._fork()
+
+    def _fork(self):
+        if not hasattr(os, "fork"):
+            return None, None, None
+        cmd_r, cmd_w = os.pipe()
+        done_r, done_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the frozen copy: wait for one command, then leave
+            try:
+                os.close(cmd_w)
+                os.close(done_r)
+                _die_with_parent()
+                command = os.read(cmd_r, 4096).decode()
+                if command.startswith("dump "):
+                    _dump(command[5:])
+                    os.write(done_w, b"ok")
+            finally:
+                os._exit(0)
+        os.close(cmd_r)
+        os.close(done_w)
+        return pid, cmd_w, done_r
+
+    def _load(self, path):
+        """The fork's dump: (values, {name: why not}); classes are put back before loading."""
+        ns = _namespace()
+        for name, kept in self.refs.items():  # a pickled instance names its class in __main__
+            value = _deref(kept)
+            if isinstance(value, type) and name not in ns:
+                ns[name] = value
+        try:
+            with open(path, "rb") as fh:
+                return pickle.load(fh)
+        except Exception as exc:
+            why = f"the saved copy could not be loaded ({type(exc).__name__}: {str(exc)[:80]})"
+            return {}, {n: why for n in self.refs}
+        finally:
+            os.remove(path)
+
+    def save_preimage(self, path):
+        """Copy ``path`` before its first change (None: it did not exist, so remove it)."""
+        path = os.path.abspath(path)
+        if path in self.preimages or path in self.too_big:
+            return
+        if not path.startswith(self.root + os.sep) or _ours(path):
+            return
+        if not os.path.lexists(path):
+            self.preimages[path] = None
+            return
+        if os.path.isdir(path) and not os.path.islink(path):
+            for top, dirs, files in os.walk(path):
+                dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+                for name in files:
+                    self.save_preimage(os.path.join(top, name))
+            return
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return
+        if size > Settings.max_file_bytes or self.saved_bytes + size > Settings.max_total_bytes:
+            self.too_big[path] = size
+            return
+        copy = os.path.join(self.dir, f"f{len(self.preimages)}")
+        try:
+            shutil.copy2(path, copy, follow_symlinks=False)
+        except OSError:
+            self.too_big[path] = size
+            return
+        self.saved_bytes += size
+        self.preimages[path] = copy
+
+    def save_index(self):
+        """Write what this checkpoint knows about files, so a new process can restore them
+        (only when that changed: a step that touched no file costs nothing here)."""
+        state = (len(self.preimages), len(self.too_big), len(self.created))
+        if state == getattr(self, "_indexed", None):
+            return
+        self._indexed = state
+        index = {"root": self.root, "files": self.files, "complete": self.files_complete,
+                 "preimages": self.preimages, "too_big": self.too_big,
+                 "created": sorted(self.created)}
+        try:
+            with open(os.path.join(self.dir, "index.json"), "w") as fh:
+                json.dump(index, fh)
+        except OSError:
+            pass
+
+    @classmethod
+    def from_disk(cls, directory, cid):
+        """The file side of a checkpoint kept by a process that is gone (None: none kept)."""
+        try:
+            with open(os.path.join(directory, "index.json")) as fh:
+                index = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        cp = cls.__new__(cls)
+        cp.cid, cp.dir, cp.pid, cp.refs = cid, directory, None, {}
+        cp.root, cp.files_complete = index["root"], index["complete"]
+        cp.files = {k: tuple(v) for k, v in index["files"].items()}
+        cp.preimages, cp.too_big = index["preimages"], index["too_big"]
+        cp.created, cp.saved_bytes = set(index["created"]), 0
+        return cp
+
+    def release(self):
+        if self.pid is not None:
+            for fd in (self.cmd_w, self.done_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            _reap(self.pid)
+            self.pid = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def restore_namespace(self, ns):
+        """Put the namespace back; returns (restored names, removed names, problems)."""
+        loaded, failed = {}, {}
+        if self.pid is not None:
+            path = os.path.join(self.dir, "namespace.pickle")
+            os.write(self.cmd_w, f"dump {path}".encode())
+            if _wait_readable(self.done_r, Settings.restore_timeout_s) and os.read(self.done_r, 2):
+                loaded, failed = self._load(path)
+            else:
+                failed = {n: "the checkpoint's copy did not answer" for n in self.refs}
+            _reap(self.pid)
+            self.pid = None
+        else:
+            failed = {n: "this system cannot keep a copy (no fork)" for n in self.refs}
+        problems = []
+        current = public_names(ns)
+        for name in current:
+            if name not in self.refs:
+                del ns[name]
+        removed = [n for n in current if n not in self.refs]
+        for name in sorted(failed, key=lambda n: not isinstance(_deref(self.refs[n]), type)):
+            ref = _deref(self.refs[name])  # classes first: the pickle may refer to them
+            if ref is None:
+                ns.pop(name, None)
+                problems.append({"name": name, "type": "?", "why": failed[name] + "; the "
+                                 "original object is gone or was not held, so the name was "
+                                 "removed"})
+                continue
+            ns[name] = ref
+            if not isinstance(ref, _BY_REFERENCE):
+                problems.append({"name": name, "type": type(ref).__name__, "why": failed[name]})
+        for name, value in loaded.items():
+            ns[name] = value
+        return sorted(self.refs), removed, problems
+
+    def restore_files(self):
+        report = {"restored": [], "removed": [], "not_restored": []}
+        root = self.root
+        now, complete = scan(root)
+        created = set(self.created)
+        created |= {p for p, saved in self.preimages.items() if saved is None}
+        if complete and self.files_complete:
+            created |= {os.path.join(root, rel) for rel in now if rel not in self.files}
+        for path in sorted(created):
+            if path in self.preimages and self.preimages[path] is not None:
+                continue
+            if os.path.lexists(path):
+                try:
+                    os.remove(path)
+                    report["removed"].append(os.path.relpath(path, root))
+                except OSError as exc:
+                    report["not_restored"].append(f"{os.path.relpath(path, root)} ({exc})")
+        for path, saved in sorted(self.preimages.items()):
+            if saved is None:
+                continue
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                shutil.copy2(saved, path, follow_symlinks=False)
+                report["restored"].append(os.path.relpath(path, root))
+            except OSError as exc:
+                report["not_restored"].append(f"{os.path.relpath(path, root)} ({exc})")
+        for path, size in sorted(self.too_big.items()):
+            report["not_restored"].append(
+                f"{os.path.relpath(path, root)} ({size:,} bytes: over the size budget)")
+        for rel, st in sorted(self.files.items()):  # changed with no pre-image (a shell step)
+            path = os.path.join(root, rel)
+            if path in self.preimages or path in self.too_big:
+                continue
+            cur = now.get(rel)
+            if cur is None and complete:
+                report["not_restored"].append(f"{rel} (deleted; no copy was saved)")
+            elif cur is not None and cur != st:
+                report["not_restored"].append(f"{rel} (changed; no copy was saved)")
+        return report
+
+
+_BY_REFERENCE = (types.FunctionType, type, types.BuiltinFunctionType, types.MethodType)
+_PLAIN = frozenset({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,
+                    frozenset, type(None)})
+
+
+def _ours(path):
+    """Files the session writes itself: saved copies, the session log."""
+    mine = [os.path.dirname(Settings.store), *Settings.ignore]
+    return any(path == p or path.startswith(p + os.sep) for p in mine if p)
+
+
+def _keep(value):
+    """What a checkpoint holds of a value besides the fork's copy: nothing for plain data
+    (the copy restores it), the object for functions and classes (restored by reference)
+    and small handles, a weak reference otherwise (a deleted big object is freed)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return None
+    if isinstance(value, _BY_REFERENCE):
+        return value
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return value
+
+
+def _deref(kept):
+    return kept() if isinstance(kept, weakref.ref) else kept
+
+
+def _dump(path):
+    """In the fork: pickle the checkpoint's namespace (what can be) to ``path``; all values
+    in one pickle when possible, so objects shared between variables stay shared."""
+    ns = public_names(_namespace())
+    good = {n: v for n, v in ns.items() if not isinstance(v, _BY_REFERENCE)}
+    failed = {n: "restored by reference" for n in ns if n not in good}
+    with open(path, "wb") as fh:
+        try:
+            pickle.dump((good, failed), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            return
+        except Exception:
+            pass
+        for name, value in list(good.items()):  # find the values that cannot be copied
+            try:
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                del good[name]
+                failed[name] = f"cannot be copied ({type(exc).__name__}: {str(exc)[:80]})"
+        fh.seek(0)
+        fh.truncate()
+        pickle.dump((good, failed), fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _die_with_parent():
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _wait_readable(fd, timeout):
+    import select
+
+    ready, _, _ = select.select([fd], [], [], timeout)
+    return bool(ready)
+
+
+def _reap(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+
+
+def _audit(event, args):
+    """Save pre-images before a step writes, renames or removes a file."""
+    cp = _State.current
+    if cp is None or _State.in_hook:
+        return
+    paths = ()
+    if event == "open":
+        path, mode, flags = (list(args) + [None, None, None])[:3]
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            mode is None and isinstance(flags, int) and flags & WRITE_FLAGS)
+        if writing and isinstance(path, (str, bytes, os.PathLike)):
+            paths = (path,)
+    elif event in ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
+                   "os.rmdir"):
+        paths = tuple(a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike)))
+    if not paths:
+        return
+    _State.in_hook = True
+    try:
+        for path in paths:
+            path = os.fsdecode(path)
+            cp.save_preimage(path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
+    except Exception:
+        pass
+    finally:
+        _State.in_hook = False
+
+
+def checkpoint(cid, store):
+    """Keep the state as it is now under ``cid``; pre-images are recorded until the next."""
+    Settings.store = os.path.abspath(store)  # relative: to where the code runs (a remote kernel)
+    if not _State.hooked:
+        sys.addaudithook(_audit)
+        _State.hooked = True
+    started = time.perf_counter()
+    cp = Checkpoint(cid)
+    _State.checkpoints[cid] = cp
+    _State.current = cp
+    cp.save_index()
+    return {"id": cid, "fork": cp.pid is not None, "variables": len(cp.refs),
+            "files": len(cp.files), "cost_s": round(time.perf_counter() - started, 4)}
+
+
+def restore(cid, store=""):
+    """Go back to checkpoint ``cid``: files changed since (newest checkpoint first), then the
+    namespace as it was; this checkpoint and later ones are used up. When this process did
+    not take it (the kernel restarted since), only files come back, from ``store``."""
+    if cid not in _State.checkpoints:
+        return _restore_from_disk(cid, os.path.abspath(store) if store else Settings.store)
+    _State.current = None
+    later = sorted((c for c in _State.checkpoints if c >= cid), reverse=True)
+    files = _restore_files([_State.checkpoints[c] for c in later])
+    names, removed, problems = _State.checkpoints[cid].restore_namespace(_namespace())
+    for other in later:
+        _State.checkpoints.pop(other).release()
+    return {"variables": names, "removed_variables": removed, "problems": problems, **files}
+
+
+def _restore_files(newest_first):
+    files = {"restored": [], "removed": [], "not_restored": []}
+    for cp in newest_first:
+        for key, paths in cp.restore_files().items():
+            files[key] += [p for p in paths if p not in files[key]]
+    done = set(files["restored"]) | set(files["removed"])
+    files["not_restored"] = [p for p in files["not_restored"] if p.split(" (")[0] not in done]
+    return files
+
+
+def _restore_from_disk(cid, store):
+    kept = []
+    try:
+        names = os.listdir(store)
+    except OSError:
+        names = []
+    for name in names:
+        if name.isdigit() and int(name) >= cid:
+            cp = Checkpoint.from_disk(os.path.join(store, name), int(name))
+            if cp is not None:
+                kept.append(cp)
+    kept.sort(key=lambda c: c.cid, reverse=True)
+    if not kept or kept[-1].cid != cid:
+        return {"missing": True}
+    files = _restore_files(kept)
+    for cp in kept:
+        shutil.rmtree(cp.dir, ignore_errors=True)
+    lost = ("the Python kernel restarted since this checkpoint, so the variables it held are "
+            "gone (the new kernel's variables were left as they are)")
+    return {"namespace_lost": lost, **files}
+
+
+def drop(cid):
+    cp = _State.checkpoints.pop(cid, None)
+    if cp is not None:
+        if _State.current is cp:
+            _State.current = None
+        cp.release()
+    return {"ok": True}

@@ -1,0 +1,35 @@
+"""Loads the probe (``probe.py`` + ``probe_checkpoints.py``) as one private module.
+
+The same source runs in the child kernel (sent by ``ChildRunner`` as a silent execution) and
+in the user's own process for ``%%oi`` (``local_probe``): in both it becomes
+``sys.modules['_oi_probe']``, so nothing is added to the user's namespace, and a process
+holds one probe whatever the front door.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+_HERE = Path(__file__).parent
+SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8")
+                     for name in ("probe.py", "probe_checkpoints.py"))
+MODULE = "_oi_probe"
+
+# Run in the child: installs the probe once (an expression: it binds no user variable).
+BOOT = (
+    f"(lambda sys, types: {MODULE!r} in sys.modules or (sys.modules.__setitem__("
+    f"{MODULE!r}, types.ModuleType({MODULE!r})), exec(compile({SOURCE!r}, '<oi-probe>', "
+    f"'exec'), sys.modules[{MODULE!r}].__dict__)))(__import__('sys'), __import__('types'))"
+)
+
+
+def local_probe() -> types.ModuleType:
+    """The probe in this process (installed on first use)."""
+    module = sys.modules.get(MODULE)
+    if module is None:
+        module = types.ModuleType(MODULE)
+        sys.modules[MODULE] = module
+        exec(compile(SOURCE, "<oi-probe>", "exec"), module.__dict__)  # noqa: S102
+    return module
