@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +31,7 @@ from oi_kernel.core.events import (
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.core.small_model import Draft, ModelPolicy
 from oi_kernel.core.steps import StepRunner
-from oi_kernel.core.tools import FIND, Offer, ToolArgumentsError
+from oi_kernel.core.tools import FIND, Offer, blocks_from_calls, fenced_tool_calls
 from oi_kernel.core.types import (
     CodeBlock,
     Reply,
@@ -166,52 +165,6 @@ class Engine(StepRunner):
                 f"offered directly, the other {offer.hidden} through {FIND} (search) and "
                 "mcp_call. Limit a server with \"tools\": [...] in its MCP config.", "info"))
         return offer
-
-    def _blocks_from_calls(self, calls: list[Any]) -> tuple[list[CodeBlock], list[str]]:
-        """Steps for the reply's tool calls: code (``execute``), a notebook function (code
-        too) or an MCP tool step; problems name the calls that could not become one."""
-        blocks: list[CodeBlock] = []
-        problems: list[str] = []
-        for call in calls:
-            try:
-                block = self.toolbox.block_for(call.name, call.arguments) if self.toolbox else None
-            except ToolArgumentsError as error:
-                problems.append(f"Tool call {call.id} ({call.name}) was not run: {error}")
-                continue
-            if block is None:
-                found, wrong = codeblocks.blocks_from_tool_calls([call])
-                if wrong and self.toolbox:
-                    wrong = [w.replace("The only tool is execute(language, code).",
-                                       "Use execute(language, code) or one of the tools offered.")
-                             for w in wrong]
-                problems += wrong
-                if not found:
-                    continue
-                block = found[0]
-            block.tool_call_id = call.id
-            blocks.append(block)
-        return blocks, problems
-
-    def _fenced_tool_calls(self, blocks: list[CodeBlock]) -> tuple[list[CodeBlock], list[str]]:
-        """Markdown mode: a ```tool block holding {"tool": NAME, "arguments": {...}}."""
-        out: list[CodeBlock] = []
-        problems: list[str] = []
-        for block in blocks:
-            if block.language != "tool":
-                out.append(block)
-                continue
-            try:
-                call = json.loads(block.code)
-                if not isinstance(call, dict) or not isinstance(call.get("tool"), str):
-                    raise ValueError('a tool block holds {"tool": NAME, "arguments": {...}}')
-                found = self.toolbox.block_for(call["tool"], json.dumps(call.get("arguments", {})))
-                if found is None:
-                    raise ValueError(f"there is no tool named {call['tool']!r}")
-            except (ValueError, ToolArgumentsError) as exc:
-                problems.append(f"The tool block was not run: {exc}.")
-                continue
-            out.append(found)
-        return out, problems
 
     # ------------------------------------------------------------ the loop
     async def _namespace_note(self) -> str:
@@ -422,7 +375,7 @@ class Engine(StepRunner):
         small-model mode a reply that is nothing but code is recognised as code."""
         problems: list[str] = []
         if reply.tool_calls:
-            blocks, problems = self._blocks_from_calls(reply.tool_calls)
+            blocks, problems = blocks_from_calls(self.toolbox, reply.tool_calls)
             self.conversation.append(_assistant_tool_message(reply))
             return blocks, problems
         blocks = codeblocks.extract_code_blocks(reply.text)
@@ -433,7 +386,7 @@ class Engine(StepRunner):
         if not blocks and policy.small and (bare := dialects.bare_code(reply.text)):
             blocks = [bare]
         if self.toolbox:  # markdown mode: ```tool blocks call tools
-            blocks, wrong = self._fenced_tool_calls(blocks)
+            blocks, wrong = fenced_tool_calls(self.toolbox, blocks)
             problems += wrong
         if reply.text.strip():  # an empty one would be refused by some providers
             self.conversation.append({"role": "assistant", "content": reply.text})

@@ -25,6 +25,7 @@ from traitlets import Float, Unicode, default
 from traitlets.config import Configurable
 
 from oi_kernel import config
+from oi_kernel.core import codeblocks
 from oi_kernel.core.codeblocks import ToolArgumentsError
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.types import CodeBlock
@@ -291,3 +292,53 @@ def _text(text: str) -> dict[str, Any]:
 
 def _error(text: str) -> dict[str, Any]:
     return {"output_type": "error", "ename": "ToolError", "evalue": text, "traceback": [text]}
+
+
+# ----------------------------------------------------------------- a reply's calls as steps
+def blocks_from_calls(toolbox: Toolbox | None, calls: list[Any]
+                      ) -> tuple[list[CodeBlock], list[str]]:
+    """Steps for the reply's tool calls: code (``execute``), a notebook function (code
+    too) or an MCP tool step; problems name the calls that could not become one."""
+    blocks: list[CodeBlock] = []
+    problems: list[str] = []
+    for call in calls:
+        try:
+            block = toolbox.block_for(call.name, call.arguments) if toolbox else None
+        except ToolArgumentsError as error:
+            problems.append(f"Tool call {call.id} ({call.name}) was not run: {error}")
+            continue
+        if block is None:
+            found, wrong = codeblocks.blocks_from_tool_calls([call])
+            if wrong and toolbox:
+                wrong = [w.replace("The only tool is execute(language, code).",
+                                   "Use execute(language, code) or one of the tools offered.")
+                         for w in wrong]
+            problems += wrong
+            if not found:
+                continue
+            block = found[0]
+        block.tool_call_id = call.id
+        blocks.append(block)
+    return blocks, problems
+
+def fenced_tool_calls(toolbox: Toolbox, blocks: list[CodeBlock]
+                      ) -> tuple[list[CodeBlock], list[str]]:
+    """Markdown mode: a ```tool block holding {"tool": NAME, "arguments": {...}}."""
+    out: list[CodeBlock] = []
+    problems: list[str] = []
+    for block in blocks:
+        if block.language != "tool":
+            out.append(block)
+            continue
+        try:
+            call = json.loads(block.code)
+            if not isinstance(call, dict) or not isinstance(call.get("tool"), str):
+                raise ValueError('a tool block holds {"tool": NAME, "arguments": {...}}')
+            found = toolbox.block_for(call["tool"], json.dumps(call.get("arguments", {})))
+            if found is None:
+                raise ValueError(f"there is no tool named {call['tool']!r}")
+        except (ValueError, ToolArgumentsError) as exc:
+            problems.append(f"The tool block was not run: {exc}.")
+            continue
+        out.append(found)
+    return out, problems

@@ -479,11 +479,6 @@ def _export(ctx: CommandContext, arg: str) -> None:
     ctx.say(f"Exported to `{out}`. Check it with `oi-kernel verify {out}`.")
 
 
-def say_text(markdown: str) -> dict[str, Any]:
-    """A display bundle for a command's answer."""
-    return {"text/markdown": markdown, "text/plain": markdown}
-
-
 # ----------------------------------------------------------------------------- tools
 @command("mcp", "[reload]", "list the MCP servers, their state and tools; reload the config")
 async def _mcp(ctx: CommandContext, arg: str) -> None:
