@@ -179,3 +179,33 @@ def test_output_never_contains_a_secret(secrets: list[str], fillers: list[str]) 
     out = redact(text, secrets)
     assert not any(s in out for s in secrets)
     assert not any(s in str(redact_obj({"t": [text]}, secrets)) for s in secrets)
+
+
+def test_secrets_of_os_environ_follow_its_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan of os.environ is cached, but a variable set, changed or removed during the
+    session (``%%oi`` code runs in the user's process) is seen by the next call."""
+    monkeypatch.setenv("OI_TEST_DB_PASSWORD", "first-value-123")
+    assert "first-value-123" in secret_values_from_env()
+    monkeypatch.setenv("OI_TEST_DB_PASSWORD", "second-value-456")
+    values = secret_values_from_env()
+    assert "second-value-456" in values and "first-value-123" not in values
+    values.clear()  # a caller's list is its own: the cached one is not emptied
+    assert "second-value-456" in secret_values_from_env()
+    monkeypatch.delenv("OI_TEST_DB_PASSWORD")
+    assert "second-value-456" not in secret_values_from_env()
+
+
+def test_environ_scan_runs_again_only_after_a_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    from oi_kernel.safety.redact import per_environ
+
+    calls: list[int] = []
+
+    def scan() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert per_environ("test-scan", scan) == 1
+    assert per_environ("test-scan", scan) == 1
+    monkeypatch.setenv("OI_TEST_CHANGE", "x")
+    assert per_environ("test-scan", scan) == 2
+    assert len(calls) == 2

@@ -242,7 +242,11 @@ class LLM(Configurable):
 
     def secrets(self) -> list[str]:
         """Key values to mask in anything shown or logged: api_key and every *_API_KEY."""
-        values = {self.api_key} | {v for k, v in os.environ.items() if k.endswith("_API_KEY")}
+        from oi_kernel.safety.redact import per_environ
+
+        keys = per_environ("api_keys", lambda: {v for k, v in os.environ.items()
+                                                if k.endswith("_API_KEY")})
+        values = {self.api_key} | keys
         return sorted((v for v in values if len(v.strip()) >= 4), key=len, reverse=True)
 
     # -- questions that need litellm

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -54,9 +54,28 @@ def secret_values_from_env(environ: Mapping[str, str] | None = None) -> list[str
     Values shorter than ``MIN_SECRET_LENGTH`` are ignored: replacing them
     everywhere would redact ordinary words.
     """
-    env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH}
+    if environ is None:
+        return list(per_environ("secret_values", lambda: secret_values_from_env(os.environ)))
+    values = {v for k, v in environ.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=lambda v: (-len(v), v))
+
+
+_by_environ: dict[str, tuple[Any, Any]] = {}
+
+
+def per_environ(name: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``, computed again only when ``os.environ`` has changed since the last call
+    under this ``name``. Scanning the environment in Python costs ~0.1 ms a time, on every
+    log write of every cell (benchmarks/overhead.py); copying and comparing CPython's
+    underlying dict is done in C."""
+    data = getattr(os.environ, "_data", None)
+    snapshot = dict(data) if isinstance(data, dict) else tuple(os.environ.items())
+    hit = _by_environ.get(name)
+    if hit is not None and hit[0] == snapshot:
+        return hit[1]
+    value = compute()
+    _by_environ[name] = (snapshot, value)
+    return value
 
 
 # Every key shape above contains one of these literally: text holding none of them (and none of

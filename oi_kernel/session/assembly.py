@@ -79,6 +79,7 @@ class Session:
         self.display = "auto"
         self._log: Any = None
         self.mcp_error = ""  # why the MCP config could not be used ("" when it could)
+        self._config_evaluated = False  # config_problems has read the environment defaults
 
     @property
     def executor(self) -> Executor:
@@ -154,13 +155,16 @@ class Session:
     # ------------------------------------------------------------ configuration
     def config_problems(self, *also: Any) -> str:
         """The settings that were rejected (bad environment or config values), as text to
-        show once; "" when there are none. Evaluates the environment defaults now."""
-        for obj in (*also, self.engine, self.llm, self.child):
-            if obj is not None:
-                try:
-                    obj.trait_values(config=True)
-                except Exception:  # a broken default is reported by its own check
-                    pass
+        show once; "" when there are none. Evaluates the environment defaults the first
+        time (every cell, it cost ~0.2 ms of each round trip: benchmarks/overhead.py)."""
+        if not self._config_evaluated:
+            self._config_evaluated = True
+            for obj in (*also, self.engine, self.llm, self.child):
+                if obj is not None:
+                    try:
+                        obj.trait_values(config=True)
+                    except Exception:  # a broken default is reported by its own check
+                        pass
         problems = config.take_warnings()
         text = ""
         if problems:
