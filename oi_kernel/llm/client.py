@@ -22,7 +22,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traitlets import Enum, Float, Integer, Unicode, default
 from traitlets.config import Configurable
@@ -39,10 +39,13 @@ from oi_kernel.errors import (
     LLMToolsUnsupportedError,
     NotConfiguredError,
 )
-from oi_kernel.llm import boundary, model_info, providers
+from oi_kernel.llm import boundary, providers
 from oi_kernel.llm import local as local_model
-from oi_kernel.llm.failures import Failure, classify, key_variables, tools_rejected
 from oi_kernel.llm.stream import CallbackError, Stream
+
+if TYPE_CHECKING:  # both are imported where used: not needed before a kernel's first cell
+    from oi_kernel.llm import model_info
+    from oi_kernel.llm.failures import Failure
 
 PLACEHOLDER_KEY = "no-key-needed"
 
@@ -206,6 +209,8 @@ class LLM(Configurable):
     def model_size(self) -> model_info.Size | None:
         """The model's size as far as it is known: its name (a size in it), its server (once
         ``prepare()`` asked), or the size its bare name has by default."""
+        from oi_kernel.llm import model_info
+
         by_name = model_info.size_from_name(self.model)
         if by_name is not None and by_name.source == "name":
             return by_name
@@ -223,11 +228,15 @@ class LLM(Configurable):
         return provider, name, self.api_base
 
     def _server_info(self) -> model_info.ServerInfo | None:
+        from oi_kernel.llm import model_info
+
         return model_info.cached(*self._probe_key())
 
     def _worth_probing(self) -> bool:
         """Ask the server about the model (context, tools, size): Ollama (litellm would ask
         it anyway) and any server at an explicit api_base; hosted providers never."""
+        from oi_kernel.llm import model_info
+
         provider, _, _ = self._probe_key()
         if self.is_embedded or model_info.was_probed(*self._probe_key()):
             return False
@@ -238,6 +247,8 @@ class LLM(Configurable):
         """Ask the model's server what the name does not say (once per server and model;
         a short timeout; off the event loop)."""
         if self.model.strip() and self._worth_probing():
+            from oi_kernel.llm import model_info
+
             await asyncio.to_thread(model_info.probe, *self._probe_key())
 
     def secrets(self) -> list[str]:
@@ -335,6 +346,8 @@ class LLM(Configurable):
         """Send ``messages`` and stream the answer; see the module docstring. ``sampling``
         overrides request parameters for this call (e.g. ``temperature`` and ``seed``);
         ``on_reasoning`` gets the model's reasoning as it streams (``on_text`` never does)."""
+        from oi_kernel.llm.failures import classify, tools_rejected
+
         self.check_configured()
         litellm = await boundary.load_async()
         if self.is_embedded:
@@ -462,6 +475,8 @@ class LLM(Configurable):
         )
 
     def _auth_message(self, litellm: ModuleType, failure: Failure) -> str:
+        from oi_kernel.llm.failures import key_variables
+
         variables = " or ".join(key_variables(litellm, self.resolved_model())) or "OPENAI_API_KEY"
         how = f"set OI_API_KEY, or the provider's own variable {variables}, before starting Jupyter"
         if failure.status is None:

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from oi_kernel.llm.model_info import OLLAMA_PROVIDERS, ServerInfo
+if TYPE_CHECKING:  # model_info (urllib.request) is imported where used: not at start-up
+    from oi_kernel.llm.model_info import ServerInfo
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -37,6 +38,8 @@ def provider_of(model: str) -> str:
 
 
 def is_ollama(model: str) -> bool:
+    from oi_kernel.llm.model_info import OLLAMA_PROVIDERS
+
     return provider_of(model) in OLLAMA_PROVIDERS
 
 

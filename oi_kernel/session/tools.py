@@ -28,7 +28,6 @@ def attach_mcp(session: Any, *, report: bool = True) -> Any:
     """Read the MCP config files and give the engine the servers' tools (started later, in
     the background). A bad config is reported as a configuration problem."""
     from oi_kernel.execution.mcp.config import load_servers
-    from oi_kernel.execution.mcp.hub import McpTools
 
     settings = session.engine.tool_settings
     try:
@@ -44,6 +43,8 @@ def attach_mcp(session: Any, *, report: bool = True) -> Any:
     servers = _allowed_by_policy(session, servers, report)
     if not servers:
         return None
+    from oi_kernel.execution.mcp.hub import McpTools  # only with servers: kernel start-up
+
     hub = McpTools(servers)
     session.engine.toolbox.providers.append(hub)
     return hub
