@@ -41,7 +41,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -392,16 +392,8 @@ class _Handler(BaseHTTPRequestHandler):
                 **({"tool_calls": lines[-2]["message"]["tool_calls"]} if response.calls else {})}}
             self._json(200, merged)
             return
-        self._start_stream("application/x-ndjson", response)
-        try:
-            for line in lines:
-                self._write_chunk(json.dumps(line).encode() + b"\n")
-                if response.delay and self.server.owner._stopping.wait(response.delay):
-                    return
-            self._write_chunk(b"")
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-            self.server.owner._note_disconnect(body)
+        self._send_paced(body, response, "application/x-ndjson",
+                         (json.dumps(line).encode() + b"\n" for line in lines))
 
     def _answer_anthropic(self, body: dict, response: Response) -> None:
         if response.stall and self.server.owner._stopping.wait(response.stall):
@@ -413,10 +405,18 @@ class _Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             self._json(400, wire.anthropic_error(400, "the scripted server only streams"))
             return
-        self._start_stream("text/event-stream; charset=utf-8", response)
+        self._send_paced(body, response, "text/event-stream; charset=utf-8",
+                         (wire.sse_event(kind, data)
+                          for kind, data in wire.anthropic_events(body, response)))
+
+    def _send_paced(self, body: dict, response: Response, content_type: str,
+                    pieces: Iterable[bytes]) -> None:
+        """Stream ``pieces`` as chunks, ``response.delay`` apart; a client that hangs up
+        is noted."""
+        self._start_stream(content_type, response)
         try:
-            for kind, data in wire.anthropic_events(body, response):
-                self._write_chunk(wire.sse_event(kind, data))
+            for piece in pieces:
+                self._write_chunk(piece)
                 if response.delay and self.server.owner._stopping.wait(response.delay):
                     return
             self._write_chunk(b"")
@@ -435,13 +435,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, body: dict, response: Response) -> None:
         chunks = _Chunks(body.get("model", "scripted"))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        for key, value in response.headers.items():
-            self.send_header(key, value)
-        self.end_headers()
+        self._start_stream("text/event-stream", response)
         try:
             sent = args_sent = 0
             for delta in stream_deltas(response):

@@ -16,6 +16,7 @@ import { undoIcon } from '@jupyterlab/ui-components';
 
 import { OIConnection } from './connection';
 import { replyText, undoCode, undoSummary } from './rollback';
+import { kernelToolbarButton } from './widgets';
 
 export const UNDO_COMMAND = 'oi-kernel:undo-last';
 export const UNDO_TOOLBAR_ITEM = 'oi-kernel-undo';
@@ -74,7 +75,7 @@ export function undoButton(
   connection: OIConnection,
   onClick: () => void
 ): ToolbarButton {
-  const button = new ToolbarButton({
+  return kernelToolbarButton(connection, {
     icon: undoIcon,
     label: 'Undo',
     tooltip:
@@ -82,9 +83,4 @@ export function undoButton(
     className: 'oi-UndoButton',
     onClick
   });
-  const sync = (): void => button.setHidden(!connection.available);
-  sync();
-  connection.statusChanged.connect(sync);
-  button.disposed.connect(() => connection.statusChanged.disconnect(sync));
-  return button;
 }

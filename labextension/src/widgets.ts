@@ -39,25 +39,33 @@ export class StatusItem extends Widget {
 }
 
 /**
- * The notebook toolbar's export button; it is visible only while the
- * notebook's kernel answers the `oi_kernel` comm.
+ * A notebook toolbar button that is visible only while the notebook's kernel
+ * answers the `oi_kernel` comm (the export and undo buttons).
  */
+export function kernelToolbarButton(
+  connection: OIConnection,
+  options: ConstructorParameters<typeof ToolbarButton>[0]
+): ToolbarButton {
+  const button = new ToolbarButton(options);
+  const sync = (): void => button.setHidden(!connection.available);
+  sync();
+  connection.statusChanged.connect(sync);
+  button.disposed.connect(() => connection.statusChanged.disconnect(sync));
+  return button;
+}
+
+/** The notebook toolbar's export button. */
 export function exportButton(
   connection: OIConnection,
   onClick: () => void
 ): ToolbarButton {
-  const button = new ToolbarButton({
+  return kernelToolbarButton(connection, {
     icon: downloadIcon,
     label: 'Export',
     tooltip: 'Export as reproducible notebook (Open Interpreter)',
     className: 'oi-ExportButton',
     onClick
   });
-  const sync = (): void => button.setHidden(!connection.available);
-  sync();
-  connection.statusChanged.connect(sync);
-  button.disposed.connect(() => connection.statusChanged.disconnect(sync));
-  return button;
 }
 
 /** Body of the verify dialog: summary, per-cell table, full text report. */
