@@ -15,6 +15,7 @@ import ast
 import json
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -252,24 +253,32 @@ def _call_to_block(name: str, raw: str) -> CodeBlock | None:
     return CodeBlock(args["language"], args["code"])
 
 
-def blocks_from_tool_calls(calls: list[ToolCall]) -> tuple[list[CodeBlock], list[str]]:
+def blocks_from_tool_calls(
+    calls: list[ToolCall],
+    lookup: Callable[[str, str], CodeBlock | None] | None = None,
+    unknown_hint: str = "The only tool is execute(language, code).",
+) -> tuple[list[CodeBlock], list[str]]:
     """Blocks for the ``execute`` calls (aliases ``run_code``, ``python``), and problems.
 
-    Each problem is a message to the LLM naming the tool call id: an unknown tool
-    or arguments that could not be parsed. Blocks carry their ``tool_call_id``.
+    ``lookup(name, arguments)`` is asked first (other tools offered; it may raise
+    ``ToolArgumentsError``). Each problem is a message to the LLM naming the tool call id:
+    an unknown tool (then ``unknown_hint``) or arguments that could not be parsed. Blocks
+    carry their ``tool_call_id``.
     """
     blocks: list[CodeBlock] = []
     problems: list[str] = []
     for call in calls:
         try:
-            block = _call_to_block(call.name, call.arguments)
+            block = lookup(call.name, call.arguments) if lookup else None
+            if block is None:
+                block = _call_to_block(call.name, call.arguments)
         except ToolArgumentsError as error:
             problems.append(f"Tool call {call.id} ({call.name}) was not run: {error}")
             continue
         if block is None:
             problems.append(
                 f'Tool call {call.id} was not run: there is no tool named "{call.name}". '
-                "The only tool is execute(language, code)."
+                + unknown_hint
             )
             continue
         block.tool_call_id = call.id

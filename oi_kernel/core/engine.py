@@ -90,9 +90,6 @@ class Engine(StepRunner):
                            messages=len(self.conversation))
         return removed
 
-    def _conversation_index(self, turn: Turn) -> int:
-        return turn.conversation_index
-
     async def undo_and_roll_back(self, n: int = 1) -> tuple[list[str], str]:
         """Forget the last ``n`` instructions and roll the state back to before the first of
         them that ran code. Returns (the instructions, what the rollback did, "" if none)."""
@@ -315,7 +312,6 @@ class Engine(StepRunner):
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
         """One LLM call; ``redraw`` > 0: the n-th new draft after drafts set aside. A server
         that rejects tools is asked again at once without them (fenced code)."""
-        await self.llm.prepare()
         offer = await self._prepare_tools(emit)
         while True:
             use_tools = self.llm.uses_tools()

@@ -119,7 +119,7 @@ class Rollback(EngineSettings):
             self.log.exception("change tracking failed after a step")
             return None
 
-    async def ensure_checkpoint(self, turn: Turn, conversation_index: int) -> str:
+    async def ensure_checkpoint(self, turn: Turn) -> str:
         """Keep a checkpoint for ``turn`` before its first code; returns a problem or ""."""
         if (not self.checkpoints_enabled or self._probe_fn() is None
                 or any(c.number == turn.index for c in self.checkpoints)):
@@ -130,7 +130,7 @@ class Rollback(EngineSettings):
             self.log.exception("checkpoint failed")
             return (f"No checkpoint could be kept before this instruction ({exc}); undo will "
                     "only forget the messages.")
-        self.checkpoints.append(Checkpoint(turn.index, turn.instruction, conversation_index,
+        self.checkpoints.append(Checkpoint(turn.index, turn.instruction, turn.conversation_index,
                                            info=info))
         self.log_event("checkpoint", turn=turn.index, **info)  # type: ignore[attr-defined]
         while len(self.checkpoints) > max(1, self.max_checkpoints):

@@ -120,16 +120,12 @@ class StepRunner(Rollback):
         ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
                               block.bare, tool=block.tool)
         if not block.tool:  # (a tool's effects are its server's: nothing here to roll back)
-            problem = await self.ensure_checkpoint(turn, self._conversation_index(turn))
+            problem = await self.ensure_checkpoint(turn)
             if problem:
                 emit(Notice(problem, "warning"))
         await self._execute(turn, record, ran_block, format_flags(flags), emit, spec)
         emit(StepDone(record))
         return run_all or decision.run_all, False
-
-    def _conversation_index(self, turn: Turn) -> int:
-        """The instruction's place in the conversation (the engine knows it)."""
-        return 0
 
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
         """Whether the policy asks the user about this block. "Run all" skips the asking for

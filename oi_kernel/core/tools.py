@@ -233,16 +233,16 @@ class Toolbox:
         try:
             args = parse_arguments(block.code)
         except ToolArgumentsError as exc:
-            return ExecResult("error", [_error(f"Not called: {exc}")])
+            return ExecResult("error", [error_output(f"Not called: {exc}")])
         if block.tool == FIND:
             return ExecResult("ok", [_text(self.find_text(str(args.get("query", ""))))])
         spec = self.spec(block.tool)
         if spec is None:
-            return ExecResult("error", [_error(f"The tool {block.tool} is no longer available.")])
+            return ExecResult("error", [error_output(f"The tool {block.tool} is no longer available.")])
         for provider in self.providers:
             if spec in provider.specs():
                 return await provider.call(spec, args, timeout)
-        return ExecResult("error", [_error(f"The server of {spec.label} is not running.")])
+        return ExecResult("error", [error_output(f"The server of {spec.label} is not running.")])
 
     def find_text(self, query: str) -> str:
         found = self.find(query)
@@ -290,7 +290,8 @@ def _text(text: str) -> dict[str, Any]:
     return {"output_type": "display_data", "data": {"text/plain": text}, "metadata": {}}
 
 
-def _error(text: str) -> dict[str, Any]:
+def error_output(text: str) -> dict[str, Any]:
+    """An error a tool step ended with, as a Jupyter error output."""
     return {"output_type": "error", "ename": "ToolError", "evalue": text, "traceback": [text]}
 
 
@@ -299,27 +300,10 @@ def blocks_from_calls(toolbox: Toolbox | None, calls: list[Any]
                       ) -> tuple[list[CodeBlock], list[str]]:
     """Steps for the reply's tool calls: code (``execute``), a notebook function (code
     too) or an MCP tool step; problems name the calls that could not become one."""
-    blocks: list[CodeBlock] = []
-    problems: list[str] = []
-    for call in calls:
-        try:
-            block = toolbox.block_for(call.name, call.arguments) if toolbox else None
-        except ToolArgumentsError as error:
-            problems.append(f"Tool call {call.id} ({call.name}) was not run: {error}")
-            continue
-        if block is None:
-            found, wrong = codeblocks.blocks_from_tool_calls([call])
-            if wrong and toolbox:
-                wrong = [w.replace("The only tool is execute(language, code).",
-                                   "Use execute(language, code) or one of the tools offered.")
-                         for w in wrong]
-            problems += wrong
-            if not found:
-                continue
-            block = found[0]
-        block.tool_call_id = call.id
-        blocks.append(block)
-    return blocks, problems
+    if toolbox is None:
+        return codeblocks.blocks_from_tool_calls(calls)
+    return codeblocks.blocks_from_tool_calls(
+        calls, toolbox.block_for, "Use execute(language, code) or one of the tools offered.")
 
 def fenced_tool_calls(toolbox: Toolbox, blocks: list[CodeBlock]
                       ) -> tuple[list[CodeBlock], list[str]]:

@@ -47,13 +47,17 @@ class SandboxError(ChildKernelError):
 
 
 # ------------------------------------------------------------------ grants
+def _real(path: str, cwd: str | None) -> str:
+    """``path`` (``~`` expanded, relative to ``cwd``) with every link resolved."""
+    return os.path.realpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(path)))
+
+
 def check_grant(path: str, write: bool, home: str | None = None, cwd: str | None = None) -> str:
     """The real path of a grant, or a SandboxError that says what to do instead."""
-    shown = path
-    path = os.path.expanduser(path.strip())
+    shown, path = path, path.strip()
     if not path:
         raise SandboxError("An empty path cannot be granted.")
-    real = os.path.realpath(os.path.join(cwd or os.getcwd(), path))
+    real = _real(path, cwd)
     if not os.path.exists(real):
         raise SandboxError(f"Cannot grant {shown!r}: it does not exist ({real}). Create it "
                            "first, or remove the grant (`%sandbox revoke PATH`).")
@@ -127,11 +131,10 @@ class Sandbox(LoggingConfigurable):
 
     def revoke(self, path: str, cwd: str | None = None) -> bool:
         """Remove every grant of ``path``; whether there was one."""
-        target = os.path.realpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(path)))
+        target = _real(path, cwd)
 
         def keep(paths: list[str]) -> list[str]:
-            return [p for p in paths if os.path.realpath(os.path.join(
-                cwd or os.getcwd(), os.path.expanduser(p))) != target]
+            return [p for p in paths if _real(p, cwd) != target]
 
         read, write = keep(self.read_paths), keep(self.write_paths)
         changed = (read, write) != (self.read_paths, self.write_paths)

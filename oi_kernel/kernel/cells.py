@@ -58,9 +58,7 @@ def is_complete(code: str) -> dict[str, Any]:
             return {"status": "incomplete", "indent": ""}  # `%%python` and nothing below yet
         if not body.strip():
             return {"status": "complete"}  # a blank line under it ends the cell
-        status, indent = _check_complete(body)
-    else:
-        status, indent = _check_complete(body)
+    status, indent = _check_complete(body)
     if status == "incomplete":
         return {"status": "incomplete", "indent": " " * (indent or 0)}
     return {"status": status}

@@ -69,12 +69,12 @@ def per_environ(name: str, compute: Callable[[], Any]) -> Any:
     log write of every cell (benchmarks/overhead.py); copying and comparing CPython's
     underlying dict is done in C."""
     data = getattr(os.environ, "_data", None)
-    snapshot = dict(data) if isinstance(data, dict) else tuple(os.environ.items())
+    current = data if isinstance(data, dict) else tuple(os.environ.items())
     hit = _by_environ.get(name)
-    if hit is not None and hit[0] == snapshot:
+    if hit is not None and hit[0] == current:
         return hit[1]
     value = compute()
-    _by_environ[name] = (snapshot, value)
+    _by_environ[name] = (dict(current) if isinstance(current, dict) else current, value)
     return value
 
 

@@ -208,8 +208,10 @@ def _approval(ctx: CommandContext, arg: str) -> None:
 @command("display", "auto|live|text", "how replies stream: updated in place (live), printed "
          "as text (text: terminals, papermill), or live where widgets render (auto)")
 def _display(ctx: CommandContext, arg: str) -> None:
+    from oi_kernel.session.view import DISPLAY_MODES
+
     if arg:
-        if arg not in {"auto", "live", "text"}:
+        if arg not in DISPLAY_MODES:
             raise ctx.usage("display auto|live|text")
         ctx.session.display = arg
     ctx.say(f"Display: `{ctx.session.display}`.")

@@ -48,14 +48,6 @@ class ServerSpec:
     def transport(self) -> str:
         return "http" if self.url else "stdio"
 
-    def to_dict(self) -> dict[str, Any]:
-        """The entry in the config's own format (for exported notebooks' helper)."""
-        out: dict[str, Any] = ({"url": self.url, "headers": self.headers} if self.url else
-                               {"command": self.command, "args": self.args, "env": self.env})
-        if self.cwd:
-            out["cwd"] = self.cwd
-        return out
-
 
 def config_paths(configured: str = "") -> list[Path]:
     """The files to read, highest precedence first (those that exist)."""

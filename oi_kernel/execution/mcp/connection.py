@@ -18,7 +18,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from typing import Any
 
 from oi_kernel.errors import OIError
@@ -83,7 +82,6 @@ class Connection:
         self.error = ""
         self.tools: list[Any] = []  # the SDK's Tool objects, in the server's order
         self.client: Any = None
-        self.started_s = 0.0
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock = asyncio.Lock()
@@ -110,7 +108,6 @@ class Connection:
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[None] = loop.create_future()
             self._stop = asyncio.Event()
-            started = time.monotonic()
             self._task = loop.create_task(self._own(mcp, ready, self._stop),
                                           name=f"mcp:{self.spec.name}")
             try:
@@ -127,7 +124,6 @@ class Connection:
                 await self._reap(cancel=True)
                 why = str(exc) if isinstance(exc, ServerUnavailable) else describe(exc)
                 self._fail(f"failed to start: {why}")
-            self.started_s = time.monotonic() - started
 
     def _fail(self, why: str) -> None:
         self.state, self.error = "failed", why

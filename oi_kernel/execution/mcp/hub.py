@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from oi_kernel.core.executor import ExecResult
-from oi_kernel.core.tools import ToolSpec
+from oi_kernel.core.tools import ToolSpec, error_output
 from oi_kernel.execution.mcp.config import ServerSpec
 from oi_kernel.execution.mcp.connection import Connection, ServerUnavailable, describe
 from oi_kernel.execution.mcp.names import (
@@ -22,7 +22,7 @@ from oi_kernel.execution.mcp.names import (
     tool_name,
     trimmed_schema,
 )
-from oi_kernel.execution.mcp.results import error_output, result_outputs
+from oi_kernel.execution.mcp.results import result_outputs
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +33,9 @@ class McpTools:
     def __init__(self, servers: list[ServerSpec]) -> None:
         self.connections = [Connection(s) for s in servers]
         self._starting: asyncio.Task[list[str]] | None = None
-        self._reported: set[tuple[str, str]] = set()
+        self._reported: set[str] = set()
         self._specs: list[ToolSpec] = []
         self._specs_key: tuple[Any, ...] = ()
-        self.calls = 0
 
     @property
     def servers(self) -> list[ServerSpec]:
@@ -70,9 +69,8 @@ class McpTools:
         notices = await asyncio.shield(self._starting)
         fresh = []
         for text in notices:
-            key = (text, "")
-            if key not in self._reported:
-                self._reported.add(key)
+            if text not in self._reported:
+                self._reported.add(text)
                 fresh.append(text + "\nThe other tools and code still work; fix the server and "
                              "run %mcp reload.")
         return fresh
@@ -122,7 +120,6 @@ class McpTools:
         per_call = conn.spec.call_timeout
         if timeout:
             per_call = min(per_call, timeout)
-        self.calls += 1
         try:
             result = await conn.call(spec.tool, arguments, per_call)
         except ServerUnavailable as exc:

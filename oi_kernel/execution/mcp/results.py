@@ -66,7 +66,3 @@ def result_outputs(result: Any) -> tuple[bool, list[dict[str, Any]]]:
         outputs.append(_display({"application/json": structured, "text/plain": text}))
     return bool(getattr(result, "is_error", False)), outputs
 
-
-def error_output(text: str) -> dict[str, Any]:
-    """An error a tool step ended with, as a Jupyter error output."""
-    return {"output_type": "error", "ename": "ToolError", "evalue": text, "traceback": [text]}
