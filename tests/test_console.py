@@ -25,6 +25,7 @@ import pytest
 
 from tests import llm_server as S
 from tests.browser_support import ARTIFACTS
+from tests.env import oi_env
 
 pytestmark = pytest.mark.timeout(300)
 ROUNDS = 20
@@ -97,19 +98,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Terminal
     tmp = tmp_path_factory.mktemp("console")
     with S.ScriptedLLMServer() as server:
         server.set_fallback(answer)
-        env = {
-            "OI_MODEL": "openai/scripted",
-            "OI_API_BASE": server.url,
-            "OI_API_KEY": "sk-test-not-a-real-key-123456",
-            "OI_LOG_DIR": str(tmp / "logs"),
-            "OI_AUTO_RUN": "0",
-            "OI_APPROVAL": "always",
-            "OI_PROFILE": "",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-            "PATH": os.environ.get("PATH", ""),
-            "TERM": "xterm-256color",
-        }
+        env = oi_env(
+            server, tmp, OI_AUTO_RUN="0", OI_APPROVAL="always", OI_PROFILE="",
+            LITELLM_LOCAL_MODEL_COST_MAP="True", JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+            PATH=os.environ.get("PATH", ""), TERM="xterm-256color",
+        )
         command = [sys.executable, "-m", "jupyter_console", "--kernel", "open-interpreter"]
         term = Terminal(command, env, tmp)
         try:

@@ -16,6 +16,7 @@ import pytest
 
 from tests import llm_server as S
 from tests.browser_support import LabServer, launch_chromium, write_notebook
+from tests.env import oi_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -36,15 +37,8 @@ def llm() -> Iterator[S.ScriptedLLMServer]:
 def server(llm: S.ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LabServer]:
     base = tmp_path_factory.mktemp("nb7")
-    env = {
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": llm.url,
-        "OI_API_KEY": "sk-test-not-a-real-key-123456",
-        "OI_LOG_DIR": str(base / "oi-logs"),
-        "OI_AUTO_RUN": "0",
-        "OI_APPROVAL": "always",
-        "OI_PROFILE": "",
-    }
+    env = oi_env(llm, base, OI_LOG_DIR=str(base / "oi-logs"), OI_AUTO_RUN="0",
+                 OI_APPROVAL="always", OI_PROFILE="")
     nb7 = LabServer(base, env, {}, app="notebook")
     nb7.start()
     try:

@@ -18,6 +18,7 @@ import nbformat
 import pytest
 
 from tests import llm_server as S
+from tests.env import oi_env
 
 pytestmark = pytest.mark.timeout(180)
 PAPERMILL = [sys.executable, "-m", "papermill"]
@@ -47,18 +48,9 @@ def notebook(path: Path, auto_run_cell: bool) -> Path:
 
 def papermill(llm: S.ScriptedLLMServer, tmp: Path, *args: str, **env: str
               ) -> subprocess.CompletedProcess[str]:
-    full_env = {
-        **os.environ,
-        "OI_MODEL": "openai/scripted",
-        "OI_API_BASE": llm.url,
-        "OI_API_KEY": "sk-test-not-a-real-key-123456",
-        "OI_LOG_DIR": str(tmp / "logs"),
-        "OI_PROFILE": "",
-        "OI_AUTO_RUN": "0",
-        "OI_APPROVAL": "always",
-        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-        **env,
-    }
+    full_env = {**os.environ, **oi_env(
+        llm, tmp, **{"OI_PROFILE": "", "OI_AUTO_RUN": "0", "OI_APPROVAL": "always",
+                     "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), **env})}
     return subprocess.run([*PAPERMILL, *args], capture_output=True, text=True, timeout=150,
                           env=full_env, cwd=tmp)
 
