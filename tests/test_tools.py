@@ -134,6 +134,21 @@ def test_destructive_asks_even_when_auto_run(llm_server, tmp_path, prices_config
     assert tool_messages(llm_server.requests[-1])[-2:] == ["deleted pear: True", "3.0"]
 
 
+def test_destructive_asks_even_after_run_all(llm_server, tmp_path, prices_config):
+    asked = []
+
+    def approve(request: ApprovalRequest) -> Decision:
+        asked.append(request.tool)
+        return Decision("run", request.block.code, run_all=True)
+
+    llm_server.enqueue(call("prices__add", {"a": 1, "b": 2}),
+                       call("prices__lookup_price", {"item": "pear"}),
+                       call("prices__delete_item", {"item": "pear"}), S.text("ok"))
+    with make(llm_server, tmp_path, approve=approve) as it:
+        list(it.chat("x"))
+    assert asked == ["prices › add", "prices › delete_item"]  # lookup ran under Run all
+
+
 def test_server_environment_crash_and_restart(llm_server, tmp_path, prices_config):
     llm_server.enqueue(call("prices__env", {}), call("prices__crash", {}),
                        call("prices__lookup_price", {"item": "pear"}), S.text("ok"))

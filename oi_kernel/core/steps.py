@@ -130,16 +130,14 @@ class StepRunner(Rollback):
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
         """Whether the policy asks the user about this block. "Run all" skips the asking for
         the rest of the instruction, but not below ``approval_floor``. A tool its server
-        calls destructive always asks (except under "Run all"); ``mcp_find`` never does."""
+        calls destructive always asks, "Run all" or not; ``mcp_find`` never does."""
         if request.block.tool == FIND:
-            return False
-        if _asks(self.approval_floor, request):
-            return True
-        if run_all:
             return False
         if request.block.tool and any(f.category == "destructive" for f in request.flags):
             return True
-        return _asks(self.approval, request)
+        if _asks(self.approval_floor, request):
+            return True
+        return not run_all and _asks(self.approval, request)
 
     async def _decide(self, request: ApprovalRequest, run_all: bool) -> Decision:
         if not self.needs_approval(request, run_all):
