@@ -412,6 +412,17 @@ def test_without_the_sdk_the_message_says_how_to_install(monkeypatch):
         load_sdk()
 
 
+def test_mcp_without_servers_or_sdk_says_how_to_install(llm_server, tmp_path, monkeypatch):
+    from oi_kernel.session.tools import describe_mcp
+
+    monkeypatch.delenv("OI_MCP_CONFIG", raising=False)
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "config"))  # no mcp.json there
+    with make(llm_server, tmp_path) as it:
+        monkeypatch.setitem(sys.modules, "mcp", None)
+        text = describe_mcp(it.session)
+    assert "No MCP servers are configured" in text and "pip install 'oi-kernel[mcp]'" in text
+
+
 def test_c_tools_settings_come_from_the_config_file(tmp_path):
     from traitlets.config import Config, Configurable
 

@@ -124,12 +124,12 @@ def describe_mcp(session: Any) -> str:
     refused = getattr(session, "mcp_refused", [])
     blocked = (f"\n\nNot started: {', '.join(f'**{n}**' for n in refused)} — "
                f"{mcp_policy_reason(session.policy)}") if refused else ""
+    missing = sdk_missing()
+    install = f"\n\n{missing}" if missing else ""
     if hub is None:
         return ("No MCP server may be started." + blocked) if refused else (
-            "No MCP servers are configured." + HOW_TO_CONFIGURE)
-    text = "**MCP servers**\n\n" + hub.describe() + blocked
-    if missing := sdk_missing():
-        text += "\n\n" + missing
+            "No MCP servers are configured." + HOW_TO_CONFIGURE + install)
+    text = "**MCP servers**\n\n" + hub.describe() + blocked + install
     offer = session.engine.toolbox.last_offer
     if offer.hidden:
         text += (f"\n\n{len(offer.routes) - offer.hidden} tools are offered directly; "
