@@ -377,3 +377,23 @@ def test_a_conversation_longer_than_the_context_drops_old_messages():
         model.close()
     assert pieces
     assert 0 < result["usage"]["prompt_tokens"] < 512
+
+
+def test_loading_the_model_leaves_the_users_environment_as_it_was(monkeypatch):
+    """OMP_WAIT_POLICY=PASSIVE is set while llama.cpp's libraries load (libgomp reads it
+    then), and removed after: under %%oi and the API the process is the user's."""
+    from oi_kernel.llm.local import LocalModel
+
+    class Loaded:
+        def close(self) -> None:
+            pass
+
+    seen: list[str | None] = []
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr(LocalModel, "_open",
+                        lambda self: seen.append(os.environ.get("OMP_WAIT_POLICY")) or Loaded())
+    LocalModel()._load()
+    assert seen == ["PASSIVE"] and "OMP_WAIT_POLICY" not in os.environ
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # the user's own choice is kept
+    LocalModel()._load()
+    assert seen == ["PASSIVE", "ACTIVE"] and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

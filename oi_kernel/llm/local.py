@@ -166,27 +166,38 @@ class LocalModel(Configurable):
         """The llama.cpp model, loaded on first use (call with the lock held)."""
         if self._llama is None:
             # Busy-waiting OpenMP workers make generation ~10x slower on a shared machine;
-            # libgomp reads this once, when llama.cpp's library is loaded.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            # libgomp reads this once, when llama.cpp's libraries are loaded. Only while
+            # they load: under %%oi and the API this is the user's process.
+            added = "OMP_WAIT_POLICY" not in os.environ
+            if added:
+                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
             try:
-                import llama_cpp.llama as llama_module
-            except ImportError as exc:
-                raise ConfigError(
-                    f"The embedded model needs llama-cpp-python. Install it with: {INSTALL_HINT}"
-                ) from exc
-            started = time.monotonic()
-            with _without_extra_buffers(llama_module.llama_cpp):
-                self._llama = llama_module.Llama(
-                    model_path=str(self.path()),
-                    n_ctx=self.n_ctx,
-                    n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads,
-                    seed=self.seed,
-                    verbose=False,
-                )
-            self.load_seconds = time.monotonic() - started
+                self._llama = self._open()
+            finally:
+                if added:
+                    os.environ.pop("OMP_WAIT_POLICY", None)
             atexit.register(self.close)  # before interpreter teardown breaks llama's __del__
         return self._llama
+
+    def _open(self) -> Any:
+        try:
+            import llama_cpp.llama as llama_module
+        except ImportError as exc:
+            raise ConfigError(
+                f"The embedded model needs llama-cpp-python. Install it with: {INSTALL_HINT}"
+            ) from exc
+        started = time.monotonic()
+        with _without_extra_buffers(llama_module.llama_cpp):
+            llama = llama_module.Llama(
+                model_path=str(self.path()),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                seed=self.seed,
+                verbose=False,
+            )
+        self.load_seconds = time.monotonic() - started
+        return llama
 
     def close(self) -> None:
         """Free the model (unless a reply is still being generated)."""
