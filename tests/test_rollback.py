@@ -235,7 +235,67 @@ def test_magic_summarizes_and_undoes_in_the_users_namespace(llm_server, tmp_path
         assert not (tmp_path / "made.txt").exists()
 
 
+def test_magic_undo_two_and_restore_k(llm_server, tmp_path):
+    from tests.env import oi_env
+
+    env = oi_env(llm_server, tmp_path, OI_AUTO_RUN="1")
+    with KernelSession(kernel_name="python3", env=env, cwd=str(tmp_path)) as ks:
+        assert ks.execute("%load_ext oi_kernel").status == "ok"
+        assert ks.execute("n = 0").status == "ok"
+        for i in range(1, 4):
+            llm_server.enqueue(S.tool_call(f"n = {i}\nopen('f{i}.txt', 'w').write('x')"),
+                               S.text("ok"))
+            assert ks.execute(f"%%oi\nset n to {i}").status == "ok"
+        assert "Rolled back" in ks.execute("%oi undo 2").text
+        assert ks.execute("print(n)").stdout == "1\n"
+        assert sorted(p.name for p in tmp_path.glob("f*.txt")) == ["f1.txt"]
+        rows = [line.split("|") for line in ks.execute("%oi checkpoints").text.splitlines()]
+        numbers = [int(r[1]) for r in rows if len(r) > 3 and "set n to 1" in r[3]]
+        assert len(numbers) == 1
+        assert "Rolled back" in ks.execute(f"%oi restore {numbers[0]}").text
+        assert ks.execute("print(n)").stdout == "0\n" and not (tmp_path / "f1.txt").exists()
+
+
 # ----------------------------------------------------------------------------- the API
+def test_api_undo_two_names_what_it_cannot_restore_and_survives_a_restart(llm_server,
+                                                                         tmp_path):
+    from tests.test_api import make
+
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        it.run_code("n = 0")
+        for i in range(1, 3):
+            llm_server.enqueue(S.tool_call(f"n = {i}\nimport threading\nlock{i} = "
+                                           "threading.Lock()"), S.text("ok"))
+            list(it.chat(f"set n to {i}"))
+        undone = it.undo(2)
+        assert "Rolled back" in undone and "`lock" in undone  # a lock cannot be kept
+        assert it.run_code("print(n)").text.strip() == "0"
+        (tmp_path / "kept.txt").write_text("original")
+        llm_server.enqueue(S.tool_call("n = 9\nopen('kept.txt', 'w').write('changed')"),
+                           S.text("ok"))
+        list(it.chat("change kept"))
+        it.restart()
+        undone = it.undo()
+        assert "Variables were not restored" in undone and "Files restored: `kept.txt`" in undone
+        assert (tmp_path / "kept.txt").read_text() == "original"
+
+
+def test_a_file_over_the_size_budget_is_named_not_restored(llm_server, tmp_path):
+    from tests.test_api import make
+
+    (tmp_path / "big.txt").write_text("b" * 1000)
+    (tmp_path / "small.txt").write_text("s")
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        it.engine.max_file_bytes = 100
+        llm_server.enqueue(S.tool_call("for f in ('big.txt', 'small.txt'):\n"
+                                       "    open(f, 'w').write('changed')"), S.text("ok"))
+        list(it.chat("change both"))
+        undone = it.undo()
+    assert "big.txt (1,000 bytes: over the size budget)" in undone
+    assert (tmp_path / "small.txt").read_text() == "s"
+    assert (tmp_path / "big.txt").read_text() == "changed"
+
+
 def test_api_changes_undo_checkpoints_and_restore(llm_server, tmp_path):
     from tests.test_api import make
 
