@@ -34,6 +34,7 @@ class Recorder:
 
     sandboxed = False
     cwd = "/tmp"
+    probe = None  # (no change tracking)
 
     def __init__(self) -> None:
         self.blocks: list[CodeBlock] = []

@@ -254,7 +254,7 @@ def test_a_model_outside_the_list_is_refused_by_magic_profile_and_comm(admin):
         def send(self, data: dict[str, Any]) -> None:
             sent.append(data)
 
-    comms = FrontendComms(s.engine, lambda: None, details=lambda: status_fields(s))
+    comms = FrontendComms(s.engine, lambda: None, details=lambda: status_fields(s), child=s.child)
     comms._set_model(Comm(), {"model": "claude-3-opus"})
     assert str(admin) in sent[-1]["error"] and sent[-1]["model"] == "gpt-4o-mini"
 

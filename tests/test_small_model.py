@@ -206,6 +206,7 @@ class _Executor:
 
     sandboxed = False
     cwd = "/tmp"
+    probe = None  # (no change tracking)
 
     def __init__(self, results: list[ExecResult]) -> None:
         self.results = list(results)

@@ -3,6 +3,7 @@ asked (``Approver``). Every front door plugs its own implementations in."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -23,6 +24,10 @@ class ExecResult:
 class Executor(Protocol):
     """Where approved code runs: a child kernel (``ChildRunner``) or the user's own IPython
     shell (``ShellExecutor``, for ``%%oi``)."""
+
+    #: The change-tracking probe (``probe(name, *args, settings=...)``, see core.rollback and
+    #: execution.probe), or None: then no change summaries, checkpoints or undo of effects.
+    probe: Callable[..., Awaitable[dict[str, Any]]] | None
 
     @property
     def sandboxed(self) -> bool:

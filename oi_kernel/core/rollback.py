@@ -77,7 +77,7 @@ class Rollback(EngineSettings):
 
     # ------------------------------------------------------------ probe calls
     def _probe_fn(self) -> Any:
-        return getattr(self.executor, "probe", None)  # type: ignore[attr-defined]
+        return self.executor.probe
 
     async def _probe(self, name: str, *args: Any) -> dict[str, Any]:
         probe = self._probe_fn()

@@ -131,7 +131,7 @@ class OIKernel(DirectCells, Kernel):
         self.oi.runner.forward = self.proxy.on_iopub
         self.child.on_input = self._on_child_input
         self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path,
-                                      details=lambda: status_fields(self.oi))
+                                      details=lambda: status_fields(self.oi), child=self.child)
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None

@@ -50,8 +50,10 @@ class FrontendComms:
         cwd: Callable[[], str] = os.getcwd,
         verify_timeout: int = 120,
         details: Callable[[], dict[str, Any]] | None = None,
+        child: Any = None,
     ) -> None:
         self.engine = engine
+        self.child = child  # the child kernel code runs in (None: the user's own shell)
         self.kind = kind
         self._details = details  # more status fields (session.status.status_fields)
         self.verify_timeout = verify_timeout
@@ -110,7 +112,7 @@ class FrontendComms:
         """The ``status`` message: model, session tokens and cost, approval, sandbox and its
         grants, and (from ``details``) where code runs and the administrator's policy."""
         usage = self.engine.usage
-        grants = getattr(getattr(self.engine.executor, "child", None), "grants", None)
+        grants = getattr(self.child, "grants", None)  # (a gateway child has no sandbox)
         details = self._details() if self._details is not None else {}
         return {**details,
             "type": "status",
@@ -179,7 +181,7 @@ class FrontendComms:
 
     def _sandbox_traits(self) -> list[tuple[Any, list[str]]]:
         """The child kernel's sandbox switch and grants, when code runs in one."""
-        child = getattr(self.engine.executor, "child", None)
+        child = self.child
         if child is None or not hasattr(child, "grants"):
             return []
         return [(child, ["sandboxed"]), (child.grants, ["read_paths", "write_paths"])]
