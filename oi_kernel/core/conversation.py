@@ -113,13 +113,6 @@ class Conversation:
         self.messages = copy.deepcopy(list(messages))
         self.turn_starts = starts
 
-    def fork(self) -> Conversation:
-        """An independent copy."""
-        other = Conversation()
-        other.messages = copy.deepcopy(self.messages)
-        other.turn_starts = list(self.turn_starts)
-        return other
-
 
 # ----------------------------------------------------------------------------- checks
 def check_messages(messages: Any) -> None:
