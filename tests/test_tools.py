@@ -459,3 +459,29 @@ def test_launcher_stops_a_server_when_its_parent_is_killed(tmp_path):
         parent.wait(10)
     gone, alive = psutil.wait_procs([server], timeout=10)
     assert not alive
+
+
+def test_resource_results_are_shown_by_their_text_or_described():
+    """What a tool returns besides text and images, in the SDK's own types: an embedded text
+    resource shows its text, a binary one is described, a link names its target, and
+    structured content without text is shown as JSON."""
+    import mcp.types as t
+
+    from oi_kernel.execution.mcp.results import result_outputs
+
+    result = t.CallToolResult(content=[
+        t.EmbeddedResource(type="resource", resource=t.TextResourceContents(
+            uri="file:///notes.txt", text="three apples", mime_type="text/plain")),
+        t.EmbeddedResource(type="resource", resource=t.BlobResourceContents(
+            uri="file:///data.bin", blob="AAAA", mime_type="application/octet-stream")),
+        t.ResourceLink(type="resource_link", name="report", uri="file:///report.pdf"),
+    ], is_error=False)
+    error, outputs = result_outputs(result)
+    texts = [o["data"]["text/plain"] for o in outputs]
+    assert not error
+    assert texts == ["[resource file:///notes.txt]\nthree apples",
+                     "[resource file:///data.bin: application/octet-stream, 3 bytes]",
+                     "[resource link report: file:///report.pdf]"]
+    structured = t.CallToolResult(content=[], structured_content={"total": 3}, is_error=True)
+    error, outputs = result_outputs(structured)
+    assert error and outputs[0]["data"]["application/json"] == {"total": 3}

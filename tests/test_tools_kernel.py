@@ -106,3 +106,16 @@ def test_magic_tool_and_mcp_in_a_python_kernel(_server, tmp_path):
         assert result.status == "ok", result.text
         assert "42" in result.text and "pear: 2.5 EUR" in result.text
         assert ks.execute("print(_ * 1)").status == "ok"  # the namespace is the user's
+
+
+def test_mcp_reload_reads_the_config_again(_server, tmp_path):
+    config = tmp_path / "mcp.json"
+    entry = {"command": sys.executable, "args": ["-m", "tests.mcp_server"], "cwd": str(ROOT)}
+    config.write_text(json.dumps({"mcpServers": {"prices": entry}}))
+    env = oi_env(_server, tmp_path, OI_AUTO_RUN="0", OI_MCP_CONFIG=str(config))
+    with KernelSession(env=env, cwd=str(tmp_path)) as ks:
+        assert "shop" not in ks.execute("%mcp", timeout=90).text
+        config.write_text(json.dumps({"mcpServers": {"shop": entry}}))
+        ks.execute("%mcp reload", timeout=90)
+        text = ks.execute("%mcp", timeout=90).text
+        assert "shop" in text and "ready" in text and "prices" not in text
