@@ -3,7 +3,8 @@ the same GGUF served by llama.cpp's OpenAI-compatible server.
 
     python benchmarks/small_model_tasks.py [--mode loop|oneshot|both]
         [--path embedded|server|both] [--subset all|dev|tuning|holdout|NAME,...]
-        [--prompt generic|previous|small|all] [-o benchmarks/SMALL_MODEL.md] [--json FILE]
+        [--prompt generic|previous|small|all] [--samples N[,N...]]
+        [-o benchmarks/SMALL_MODEL.md] [--json FILE]
 
 ``loop`` (the product): the real Open Interpreter kernel, started by jupyter_client with
 OI_AUTO_RUN=1 and a private OI_LOG_DIR, gets each task as an instruction cell. The answer
@@ -13,7 +14,8 @@ from iopub); LLM calls per task come from the session log. Two paths (``--path``
 ``python -m llama_cpp.server`` on the same GGUF (``benchmarks/llama_server.py``: same
 context, threads and seed; needs the ``local-server`` extra) and sets
 OI_MODEL=openai/smollm2 and OI_API_BASE to it, as a user of llama.cpp's server would:
-small-model mode then turns itself on from the name.
+small-model mode then turns itself on from the name. ``--samples 0,12`` runs the loop once
+per OI_SMALL_MODEL_SAMPLES value (without and with the small-model sampling), side by side.
 
 ``oneshot`` (the baselines): one request straight to the same llama.cpp model, the first
 code block run once in a plain python3 kernel. Prompts: ``generic`` ("reply with a python
@@ -525,26 +527,29 @@ LOOP_LABELS = {
 
 
 def run_loop(tasks: list[Task], progress: Callable[[str], None],
-             path: str = "embedded") -> RunSummary:
+             path: str = "embedded", samples: int | None = None) -> RunSummary:
     """Every task as an instruction cell of one Open Interpreter kernel (a %reset between
     tasks, so each starts from an empty conversation), with the embedded model or with
-    llama.cpp's server on the same GGUF (``path``)."""
+    llama.cpp's server on the same GGUF (``path``); ``samples``: OI_SMALL_MODEL_SAMPLES
+    (None: the product's default)."""
+    label = LOOP_LABELS[path] + ("" if samples is None else f", {samples} samples")
+    extra = {} if samples is None else {"OI_SMALL_MODEL_SAMPLES": str(samples)}
     if path == "server":
         from benchmarks.llama_server import ALIAS, LlamaServer
 
         with LlamaServer() as server:
             progress(f"llama_cpp.server ready in {server.ready_s:.1f} s at {server.url}")
             env = {"model": f"openai/{ALIAS}", "api_base": server.url}
-            return _run_loop(tasks, progress, env, LOOP_LABELS[path])
-    return _run_loop(tasks, progress, {}, LOOP_LABELS[path])
+            return _run_loop(tasks, progress, env, label, extra)
+    return _run_loop(tasks, progress, {}, label, extra)
 
 
 def _run_loop(tasks: list[Task], progress: Callable[[str], None], model: dict[str, str],
-              label: str) -> RunSummary:
+              label: str, extra: dict[str, str]) -> RunSummary:
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="oi-small-") as tmp:
         log_dir = Path(tmp) / "logs"
-        env = _kernel_env(str(log_dir), **model)
+        env = {**_kernel_env(str(log_dir), **model), **extra}
         with BenchKernel("open-interpreter", env=env, cwd=tmp) as kernel:
             # warm-up turn (loads litellm and the model), not counted: turn 1 in the log
             kernel.run(WARM_UP, timeout=TASK_TIMEOUT_S)
@@ -688,6 +693,11 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_REPORT,
         help="Markdown file the results are appended to ('-': stdout only)",
     )
+    parser.add_argument(
+        "--samples",
+        help="loop only: OI_SMALL_MODEL_SAMPLES for each run, comma-separated (e.g. 0,12: "
+        "without and with sampling, side by side); default: the product's default",
+    )
     parser.add_argument("--json", type=Path, help="also write every outcome as JSON here")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -703,6 +713,8 @@ def main(argv: list[str] | None = None) -> int:
         for prompt in PROMPTS if args.prompt == "all" else [args.prompt]:
             runs.append(run_oneshot(tasks, prompt, progress))
     paths = ["embedded", "server"] if args.path == "both" else [args.path]
+    counts: list[int | None] = (
+        [int(n) for n in args.samples.split(",")] if args.samples else [None])
     if args.mode in ("loop", "both"):
         from benchmarks.llama_server import available as server_available
 
@@ -710,13 +722,14 @@ def main(argv: list[str] | None = None) -> int:
             if path == "server" and not server_available():
                 print('skipped the server path: pip install ".[local-server]"')
                 continue
-            runs.append(run_loop(tasks, progress, path))
+            for samples in counts:
+                runs.append(run_loop(tasks, progress, path, samples))
     command = "python benchmarks/small_model_tasks.py " + " ".join(argv or sys.argv[1:])
     notes = [
         f"`{command.strip()}` · {len(tasks)} tasks · model `local/smollm2` "
         "(SmolLM2-135M-Instruct, llama.cpp, temperature 0, seed 1234, 2 threads)"
     ]
-    if any(r.label == LOOP_LABELS["server"] for r in runs):
+    if any(r.label.startswith(LOOP_LABELS["server"]) for r in runs):
         import llama_cpp
 
         notes.append(

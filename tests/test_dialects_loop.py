@@ -300,6 +300,7 @@ def test_small_model_sampling_on_ollama_and_a_server_that_refuses_it(llm_server)
                        S.text("```python\nprint('hi')\n```"), S.text("```python\nprint('hi')\n```"))
     engine, executor, events = engine_for(llm_server, "openai/qwen2.5-coder:1.5b",
                                           small_model="auto")
+    engine.small_model_samples = 0  # one request per reply: the requests are the subject
     run(engine, events, "say hi")
     run(engine, events, "say hi")
     assert ["repeat_penalty" in body for body in llm_server.requests] == [True, False, False]

@@ -276,6 +276,7 @@ def test_ollama_model_through_api_base(bare_env, fake_ollama, tmp_path, small):
         "OI_LOG_DIR": str(tmp_path / "logs"),
         "OI_AUTO_RUN": "1",
         "OI_SMALL_MODEL": small,
+        "OI_SMALL_MODEL_SAMPLES": "0",  # one request per reply: the requests are the subject
     }
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         result = ks.execute("what is six times seven", timeout=60)

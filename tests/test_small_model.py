@@ -233,6 +233,7 @@ def _engine(
 ) -> tuple[Engine, _ScriptedLLM, _Executor]:
     llm = _ScriptedLLM(replies, model=model)
     executor = _Executor(results)
+    kwargs.setdefault("small_model_samples", 0)  # one reply per request unless a test samples
     engine = Engine(executor, approver=object(), llm=llm, approval="never", **kwargs)
     return engine, llm, executor
 

@@ -244,6 +244,7 @@ def test_model_command_and_a_recognised_reply_in_the_kernel(llm_server, tmp_path
         "OI_LOG_DIR": str(tmp_path / "logs"),
         "OI_AUTO_RUN": "0",
         "OI_APPROVAL_UI": "stdin",
+        "OI_SMALL_MODEL_SAMPLES": "0",  # one request per reply (sampling: test_consensus.py)
     }
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         shown = ks.execute("%model", timeout=60).text

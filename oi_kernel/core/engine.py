@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from oi_kernel.core import codeblocks, dialects, prompts
@@ -71,6 +71,7 @@ class Engine(StepRunner):
         # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
         self.preflight: list[Callable[[], None]] = []
         self._budget_noticed = False
+        self._sent: tuple[list[dict[str, Any]], list[dict] | None] = ([], None)  # last request
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -229,6 +230,9 @@ class Engine(StepRunner):
                 return
             reply, blocks, problems = await self._ask(turn, call, emit, policy, len(drafts))
             if blocks and not problems:
+                sample = self._sampler(turn, call)
+                reply, blocks = await policy.consensus(turn, call, reply, blocks, sample,
+                                                       self.conversation, emit, self.log_event)
                 blocks = policy.review_drafts(turn, call, reply, blocks, drafts,
                                               self.conversation, emit, self.log_event)
                 if not blocks:
@@ -341,12 +345,29 @@ class Engine(StepRunner):
         emit(ReplyDone(call, reply, blocks))
         return reply, blocks, problems
 
+    def _sampler(self, turn: Turn, call: int) -> Callable[[dict[str, Any]], Awaitable[Reply]]:
+        """Draws another reply to the request just sent (not shown; usage counted; logged)."""
+        messages, tools = self._sent
+
+        async def sample(sampling: dict[str, Any]) -> Reply:
+            reply = await self.llm.sample(messages, tools, sampling)
+            turn.samples += 1
+            turn.usage = turn.usage + reply.usage
+            self.usage = self.usage + reply.usage
+            self.log_event("llm_sample", turn=turn.index, step=call, text=reply.text,
+                           sampling=sampling, usage=dataclasses.asdict(reply.usage),
+                           latency_s=round(reply.latency_s, 4))
+            return reply
+
+        return sample
+
     async def _request(self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy,
                        redraw: int, use_tools: bool, offer: Offer | None = None) -> Reply:
         messages = self.build_request(use_tools)
         tools = [prompts.execute_tool(self.offered_languages())] if use_tools else None
         if tools is not None and offer is not None:
             tools += offer.definitions
+        self._sent = (messages, tools)
         self.log_event("llm_request", turn=turn.index, step=call, model=self.llm.model,
                        tools=use_tools, small=policy.small, **self._request_messages(messages))
         try:

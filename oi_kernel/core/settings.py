@@ -98,6 +98,29 @@ class EngineSettings(LoggingConfigurable):
         "LLM call within small_model_max_steps. 0: propose every draft.",
     )
 
+    small_model_samples = Integer(
+        config=True,
+        help="More drafts a small model is asked for, for each reply with Python code "
+        "(temperatures 0.5 and 0.8 alternately, fixed seeds; not shown): the code most drafts "
+        "without visible mistakes agree on is proposed, the first draft among equals "
+        "(self-consistency, see oi_kernel.core.consensus). Sampling stops as soon as the "
+        "choice cannot change. Replaces the redraws. 0: propose the first draft. "
+        "Env: OI_SMALL_MODEL_SAMPLES.",
+    )
+
+    @default("small_model_samples")
+    def _small_model_samples_default(self) -> int:
+        help_text = self.traits()["small_model_samples"].help
+        return config.env_int("OI_SMALL_MODEL_SAMPLES", 12, minimum=0, help=help_text)
+
+    small_model_sample_seconds = Float(
+        20.0,
+        config=True,
+        help="Most seconds spent sampling more drafts of one reply (small_model_samples); "
+        "sampling stops after the draft that passes it, and a model whose first reply took "
+        "more than a quarter of it is not sampled (4 samples would not fit).",
+    )
+
     step_timeout = Float(
         config=True,
         help="Seconds one code block may run before it is interrupted (the child kernel is "

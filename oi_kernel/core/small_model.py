@@ -12,20 +12,25 @@ and showed a result (such a model does not know when it is done).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from oi_kernel.core import codeblocks, dialects, examples, prompts
 from oi_kernel.core import drafts as checks
-from oi_kernel.core import examples, prompts
+from oi_kernel.core.consensus import Tally, code_key, sampling_plan
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import EventSink, Notice
 from oi_kernel.core.languages import normalize_language
 from oi_kernel.core.output_text import outputs_to_text
 from oi_kernel.core.types import CodeBlock, Reply, Turn
+from oi_kernel.errors import LLMError
 
 REDRAW_TEMPERATURE = 0.5  # a new draft after one was set aside: near the greedy answer
+MIN_SAMPLES = 4  # fewer samples than this seldom change the choice (benchmarks/SMALL_MODEL.md)
 Log = Callable[..., None]
+Sampler = Callable[[dict[str, Any]], Awaitable[Reply]]
 
 
 @dataclass
@@ -61,6 +66,13 @@ class ModelPolicy:
     def sampling(self, redraw: int) -> dict[str, Any] | None:
         """Request parameters for the ``redraw``-th new draft (0: the first)."""
         return None
+
+    async def consensus(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
+                        sample: Sampler, conversation: Conversation, emit: EventSink,
+                        log: Log) -> tuple[Reply, list[CodeBlock]]:
+        """The reply and blocks to go on with, after comparing the reply with more samples
+        of the same request (``sample`` draws one)."""
+        return reply, blocks
 
     def review_drafts(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
                       drafts: list[Draft], conversation: Conversation, emit: EventSink,
@@ -121,7 +133,11 @@ class SmallModelPolicy(ModelPolicy):
         and LLM calls remain; after the last one, the draft with the fewest mistakes (the
         earliest among equals) goes on as the reply."""
         redraws = self.settings.small_model_redraws
-        if redraws <= 0 or not all(normalize_language(b.language) == "python" for b in blocks):
+        if not _all_python(blocks):
+            return blocks
+        if self.settings.small_model_samples > 0:  # the samples were the redraws
+            return [_close_brackets(block, conversation, emit) for block in blocks]
+        if redraws <= 0:
             return blocks
         blocks = [_close_brackets(block, conversation, emit) for block in blocks]
         known = checks.names_bound_by(s.block.code for t in self.settings.turns for s in t.steps)
@@ -143,6 +159,72 @@ class SmallModelPolicy(ModelPolicy):
                     f"{drafts.index(best) + 1} ({'; '.join(best.problems)}).", "warning"))
         return best.blocks
 
+    async def consensus(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
+                        sample: Sampler, conversation: Conversation, emit: EventSink,
+                        log: Log) -> tuple[Reply, list[CodeBlock]]:
+        """Self-consistency (``core.consensus``): up to ``small_model_samples`` more drafts
+        of the same request, and the Python code most drafts without visible mistakes agree
+        on goes on (the first, greedy, one among equals). A draft repeating code that
+        already failed in this instruction counts as a mistake. Sampling stops once the
+        choice is settled, after ``small_model_sample_seconds``, or at an LLM error. A
+        model too slow for ``MIN_SAMPLES`` replies within that time is not sampled at all
+        (the first reply's time is the measure): a few samples would cost time and rarely
+        change the choice."""
+        count = self.settings.small_model_samples
+        if count <= 0 or reply.tool_calls or not _all_python(blocks):
+            return reply, blocks
+        budget = self.settings.small_model_sample_seconds
+        if reply.latency_s > 0 and budget / reply.latency_s < MIN_SAMPLES:
+            log("draft_samples_skipped", turn=turn.index, step=call,
+                reply_s=round(reply.latency_s, 3), budget_s=budget)
+            return reply, blocks
+        known = checks.names_bound_by(s.block.code for t in self.settings.turns for s in t.steps)
+        failed = {code_key([s.block]) for s in turn.steps
+                  if s.status != "ok" or prompts.shows_no_result(s.feedback)}
+
+        def problems(found: list[CodeBlock]) -> list[str]:
+            if not found or not _all_python(found):
+                return ["it has no Python code"]
+            fixed = [dataclasses.replace(b, code=checks.close_brackets(b.code) or b.code)
+                     for b in found]
+            listed = [p for b in fixed for p in checks.problems(b.code, turn.instruction, known)]
+            if any(code_key([b]) in failed for b in fixed):
+                listed.append("it repeats code that already ran in this instruction without "
+                              "a result")
+            return listed
+
+        tally = Tally(planned=count + 1)
+        tally.add(reply.text, blocks, problems(blocks))
+        started = time.monotonic()
+        for params in sampling_plan(count):
+            late = time.monotonic() - started > budget
+            if late or tally.settled():
+                break
+            try:
+                text = (await sample(params)).text
+            except LLMError as exc:
+                log("draft_samples_error", turn=turn.index, step=call, error=str(exc))
+                break
+            found = codeblocks.extract_code_blocks(text)
+            if not found and (bare := dialects.bare_code(text)):
+                found = [bare]
+            tally.add(text, found, problems(found))
+        best = tally.winner()
+        log("draft_samples", turn=turn.index, step=call, drawn=tally.drawn,
+            seconds=round(time.monotonic() - started, 3), chosen=tally.candidates.index(best),
+            drafts=[{"code": "\n\n".join(b.code for b in c.blocks), "votes": c.votes,
+                     "problems": c.problems} for c in tally.candidates])
+        if best.problems:
+            emit(Notice(f"None of the {tally.drawn} drafts is without visible mistakes; "
+                        f"proposing {'the first' if best is tally.candidates[0] else 'the one'}"
+                        f" {tally.summary()} agree on ({'; '.join(best.problems)}).", "warning"))
+        if best is tally.candidates[0]:
+            return reply, blocks
+        conversation.messages[-1] = {"role": "assistant", "content": best.text}
+        emit(Notice(f"Proposing the code {tally.summary()} agree on (small-model mode), "
+                    "not the model's first draft."))
+        return dataclasses.replace(reply, text=best.text), best.blocks
+
     def output_text(self, outputs: list[dict[str, Any]], code: str, max_chars: int) -> str:
         """The failing line and the error, not the traceback."""
         return prompts.small_model_output_text(outputs, code, max_chars)
@@ -161,6 +243,10 @@ class SmallModelPolicy(ModelPolicy):
             return True
         tried = {step.block.code.strip() for step in earlier}
         return any(step.block.code.strip() in tried for step in new)
+
+
+def _all_python(blocks: list[CodeBlock]) -> bool:
+    return all(normalize_language(b.language) == "python" for b in blocks)
 
 
 def _close_brackets(block: CodeBlock, conversation: Conversation, emit: EventSink) -> CodeBlock:

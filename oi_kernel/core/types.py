@@ -158,3 +158,4 @@ class Turn:
     end_reason: str = ""
     usage: Usage = field(default_factory=Usage)
     llm_calls: int = 0
+    samples: int = 0  # more drafts drawn to compare with (small models; not LLM calls)

@@ -334,6 +334,12 @@ class LLM(Configurable):
 
     # -- the request
 
+    async def sample(self, messages: list[dict], tools: list[dict] | None,
+                     sampling: dict[str, Any]) -> Reply:
+        """One more reply to a request already answered, not streamed to anyone: a draft to
+        compare with (small-model consensus, ``core.consensus``)."""
+        return await self.stream(messages, tools, sampling=sampling)
+
     async def stream(
         self,
         messages: list[dict],

@@ -23,9 +23,10 @@ class RecordedLLM(LLM):
         super().__init__(**kwargs)
         self.turn: Any = None  # a RecordedTurn: .index, .tools, .replies
         self.used = 0  # replies of the current turn given so far
+        self.sampled = 0  # and samples (small-model consensus)
 
     def begin_turn(self, turn: Any) -> None:
-        self.turn, self.used = turn, 0
+        self.turn, self.used, self.sampled = turn, 0, 0
 
     def check_configured(self) -> None:
         """Always configured: the replies are in the log."""
@@ -57,6 +58,16 @@ class RecordedLLM(LLM):
 
     def supports_vision(self) -> bool:
         return False
+
+    async def sample(self, messages: list[dict], tools: list[dict] | None,
+                     sampling: dict[str, Any]) -> Reply:
+        """The turn's next recorded sample; past the last one, an LLMError, which ends the
+        sampling as it ended when recorded (by time or by an error)."""
+        recorded = getattr(self.turn, "samples", [])
+        if self.sampled >= len(recorded):
+            raise LLMError("no more samples were recorded for this instruction")
+        self.sampled += 1
+        return _reply(recorded[self.sampled - 1])
 
     async def stream(
         self,

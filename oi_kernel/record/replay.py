@@ -49,6 +49,7 @@ class RecordedTurn:
     index: int
     instruction: str
     replies: list[dict[str, Any]] = field(default_factory=list)  # llm_response / llm_error
+    samples: list[dict[str, Any]] = field(default_factory=list)  # llm_sample (small models)
     tools: bool = True
     small: bool | None = None  # small-model mode (None: not recorded, older logs)
     proposals: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -100,6 +101,8 @@ def _add_to_turn(turn: RecordedTurn, r: dict[str, Any]) -> None:
             turn.small = bool(r["small"])
     elif event in ("llm_response", "llm_error"):
         turn.replies.append(r)
+    elif event == "llm_sample":
+        turn.samples.append(r)
     elif event == "code_proposed":
         turn.proposals[step] = r
     elif event == "decision":

@@ -1,10 +1,9 @@
 """The line commands of every front door, in one table.
 
 The Open Interpreter kernel dispatches ``%NAME ARGS`` here and ``%%oi``'s line magic
-``%oi NAME ARGS``; both get the same commands with the same words, so they cannot
-disagree. A command sees a narrow ``CommandContext``: the session, a way to show
-markdown in the current cell, and the cell's event sink (for steps a command runs).
-Commands that need a child kernel say so and explain themselves where there is none.
+``%oi NAME ARGS``: the same commands with the same words. A command sees a narrow
+``CommandContext``: the session, a way to show markdown in the current cell, and the
+cell's event sink. Commands that need a child kernel explain themselves where there is none.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ from oi_kernel.core.events import EventSink
 from oi_kernel.errors import OIError
 from oi_kernel.session.assembly import RESTART_NOTICE, Session
 
-ON = frozenset({"on", "1", "true", "yes"})
-OFF = frozenset({"off", "0", "false", "no"})
+ON, OFF = frozenset({"on", "1", "true", "yes"}), frozenset({"off", "0", "false", "no"})
 LIMITS = ("step_timeout", "max_tokens_per_turn", "max_cost_per_turn",
           "max_tokens_per_session", "max_cost_per_session")
 
@@ -162,10 +160,12 @@ def model_description(llm: Any, engine: Any) -> str:
     on, why = llm.small_model_verdict()
     lines = [f"- Small-model mode: **{'on' if on else 'off'}**, {why}."]
     if on:
+        samples = engine.small_model_samples
         lines.append("  The model gets a short prompt with worked examples close to the "
-                     "instruction, its drafts are checked before you are asked, a reply that is "
-                     "only code is recognised as code, and each instruction gets at most "
-                     f"{engine.step_limit()} LLM calls.")
+                     "instruction, its drafts are checked before you are asked and compared "
+                     f"with {f'up to {samples}' if samples > 0 else 'no'} more samples "
+                     "(OI_SMALL_MODEL_SAMPLES), a reply that is only code is recognised as "
+                     f"code, and each instruction gets at most {engine.step_limit()} LLM calls.")
     if llm.is_embedded:
         code = "fenced code blocks (the embedded model has no tool calls)"
     elif said := llm.tools_refused():

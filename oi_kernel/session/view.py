@@ -357,7 +357,8 @@ def turn_footer(turn: Turn) -> str:
 
     u = turn.usage
     parts = [
-        f"{turn.llm_calls} LLM call{'s' if turn.llm_calls != 1 else ''}",
+        f"{turn.llm_calls} LLM call{'s' if turn.llm_calls != 1 else ''}"
+        + (f" + {turn.samples} sample{'s' if turn.samples != 1 else ''}" if turn.samples else ""),
         f"{u.prompt_tokens:,} in / {u.completion_tokens:,} out tokens",
     ]
     if u.cost is not None:
