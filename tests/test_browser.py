@@ -315,3 +315,31 @@ def test_thinking_collapsed_and_a_recognised_bare_reply(lab: Lab, lab_server: La
     assert thinking.locator("pre").inner_text() == thought
     lab.screenshot("browser-small-model-thinking-open.png")
     assert len(llm.requests) == 1  # the code printed a result: a small model's turn ends
+
+
+# ---------------------------------------------------------------- issue 23
+
+
+def test_small_model_card_shows_the_code_the_samples_agree_on(lab: Lab, lab_server: LabServer,
+                                                             llm):
+    """Small-model mode samples more drafts: the reply streams the first one, a notice says
+    the card holds the code most drafts agree on, and Run runs that code."""
+    floor, remainder = "a = 100\nb = 7\nprint(a // b)", "a = 100\nb = 7\nprint(a % b)"
+    write_notebook(lab_server.root / "small.ipynb", *OI_KERNEL,
+                   ["%model smollm2", "What is the remainder when 100 is divided by 7?"])
+    llm.enqueue(*(S.text(f"```python\n{code}\n```\n", chunk_size=6)
+                  for code in (floor, remainder, remainder)))  # later samples: "Done." (no code)
+    lab.open_notebook("small.ipynb")
+    # not awaited: the command's promise ends with the cells, and the second waits for Run
+    lab.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    card = pending_card(lab)
+    card.wait_for()
+    assert card_code(card) == remainder
+    lab.cell(1).get_by_text("Proposing the code 2 of 13 drafts agree on").wait_for()
+    lab.screenshot("browser-small-model-consensus.png")
+    card.locator("button.oi-run").click()
+    stdout_with(lab, 1, "2").wait_for()
+    lab.cell(1).get_by_text("1 LLM call + 12 samples").wait_for()
+    lab.wait_kernel_idle()
+    assert len(llm.requests) == 13
+    lab.screenshot("browser-small-model-ran.png")
