@@ -176,8 +176,9 @@ class LLM(Configurable):
                 and key not in self._told_small and self.is_small_model:
             self._told_small.add(key)
             notice = (f"Small-model mode is on for `{self.model}`: {self.small_model_verdict()[1]}. "
-                      "It gives the model worked examples, checks its drafts and asks for "
-                      "fenced code; `%model` says more, OI_SMALL_MODEL=off turns it off.")
+                      "It gives the model worked examples, checks its drafts against more "
+                      "samples and asks for fenced code; `%model` says more, "
+                      "OI_SMALL_MODEL=off turns it off.")
         return notice
 
     @property
