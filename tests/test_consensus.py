@@ -135,6 +135,19 @@ def test_sampling_stops_when_the_samples_agree(llm_server):
     assert not [e for e in events if isinstance(e, E.Notice) and "Proposing" in e.text]
 
 
+def test_when_every_draft_shows_a_mistake_the_user_is_told(llm_server):
+    half = "a = 100\nprint(a % b)"  # `b` not set, 7 not used: 2 mistakes
+    _enqueue_replies(llm_server, "print(x)", half, half)  # `x`, 100 and 7: 3 mistakes
+    engine, executor, events = engine_for(llm_server, "openai/smollm2-135m", small_model="on")
+    engine.small_model_samples = 2
+    run(engine, events, MOD)
+    assert [b.code for b in executor.blocks] == [half]  # the fewest mistakes, then votes
+    warned = [e.text for e in events if isinstance(e, E.Notice) and e.level == "warning"]
+    assert any(w.startswith("None of the 3 drafts is without visible mistakes; proposing the "
+                            "code 2 of 3 drafts agree on (it uses `b` without setting it")
+               for w in warned), warned
+
+
 def test_a_sample_error_keeps_the_first_draft(llm_server):
     _enqueue_replies(llm_server, FLOOR)
     llm_server.enqueue(S.error(500, "out of memory"), S.error(500, "out of memory"),

@@ -215,9 +215,10 @@ class SmallModelPolicy(ModelPolicy):
             drafts=[{"code": "\n\n".join(b.code for b in c.blocks), "votes": c.votes,
                      "problems": c.problems} for c in tally.candidates])
         if best.problems:
+            which = ("the first draft" if best is tally.candidates[0]
+                     else f"the code {tally.summary()} agree on")
             emit(Notice(f"None of the {tally.drawn} drafts is without visible mistakes; "
-                        f"proposing {'the first' if best is tally.candidates[0] else 'the one'}"
-                        f" {tally.summary()} agree on ({'; '.join(best.problems)}).", "warning"))
+                        f"proposing {which} ({'; '.join(best.problems)}).", "warning"))
         if best is tally.candidates[0]:
             return reply, blocks
         conversation.messages[-1] = {"role": "assistant", "content": best.text}
