@@ -314,7 +314,10 @@ def test_thinking_collapsed_and_a_recognised_bare_reply(lab: Lab, lab_server: La
     thinking.locator("summary").click()  # opened on demand
     assert thinking.locator("pre").inner_text() == thought
     lab.screenshot("browser-small-model-thinking-open.png")
-    assert len(llm.requests) == 1  # the code printed a result: a small model's turn ends
+    # the code printed a result: a small model's turn ends after one LLM call (the other
+    # requests are its 12 samples, the scripted fallback's "Done.", which has no code)
+    lab.cell(0).get_by_text("1 LLM call + 12 samples").wait_for()
+    assert len(llm.requests) == 13
 
 
 # ---------------------------------------------------------------- issue 23
@@ -325,11 +328,11 @@ def test_small_model_card_shows_the_code_the_samples_agree_on(lab: Lab, lab_serv
     """Small-model mode samples more drafts: the reply streams the first one, a notice says
     the card holds the code most drafts agree on, and Run runs that code."""
     floor, remainder = "a = 100\nb = 7\nprint(a // b)", "a = 100\nb = 7\nprint(a % b)"
-    write_notebook(lab_server.root / "small.ipynb", *OI_KERNEL,
+    write_notebook(lab_server.root / "samples.ipynb", *OI_KERNEL,
                    ["%model smollm2", "What is the remainder when 100 is divided by 7?"])
     llm.enqueue(*(S.text(f"```python\n{code}\n```\n", chunk_size=6)
                   for code in (floor, remainder, remainder)))  # later samples: "Done." (no code)
-    lab.open_notebook("small.ipynb")
+    lab.open_notebook("samples.ipynb")
     # not awaited: the command's promise ends with the cells, and the second waits for Run
     lab.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     card = pending_card(lab)
