@@ -7,6 +7,7 @@ voted for again, and a real kernel whose stdin question shows the chosen code.""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from oi_kernel.core.types import CodeBlock
 from oi_kernel.record.session_log import SessionLog, read_log
 from oi_kernel.session.view import turn_footer
 from tests import llm_server as S
+from tests.env import oi_env
 from tests.kernel_client import KernelSession
 from tests.test_dialects_loop import engine_for, run
 from tests.test_small_model import _engine, _fenced, _printed
@@ -188,8 +190,6 @@ def test_code_that_already_failed_does_not_win_again():
 
 
 def _run_turn(engine, instruction):
-    import asyncio
-
     return asyncio.run(engine.run_turn(instruction, lambda event: None))
 
 
@@ -210,14 +210,8 @@ def test_without_samples_the_redraw_rules_apply():
 def test_the_kernel_asks_about_the_chosen_code(llm_server, tmp_path: Path):
     llm_server.model_meta = {"n_params": 134_515_008}
     llm_server.enqueue(*(S.text(code) for code in (FLOOR, REMAINDER, REMAINDER)))
-    env = {
-        "OI_MODEL": "smollm2",
-        "OI_API_BASE": llm_server.url,
-        "OI_LOG_DIR": str(tmp_path / "logs"),
-        "OI_AUTO_RUN": "0",
-        "OI_APPROVAL_UI": "stdin",
-        "OI_SMALL_MODEL_SAMPLES": "2",
-    }
+    env = oi_env(llm_server, tmp_path, OI_MODEL="smollm2", OI_AUTO_RUN="0",
+                 OI_APPROVAL_UI="stdin", OI_SMALL_MODEL_SAMPLES="2")
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         result = ks.execute(MOD, timeout=90, stdin=["y"])
         assert result.status == "ok", result.text

@@ -140,8 +140,7 @@ class SmallModelPolicy(ModelPolicy):
         if redraws <= 0:
             return blocks
         blocks = [_close_brackets(block, conversation, emit) for block in blocks]
-        known = checks.names_bound_by(s.block.code for t in self.settings.turns for s in t.steps)
-        found = [p for b in blocks for p in checks.problems(b.code, turn.instruction, known)]
+        found = self._visible_problems(turn, blocks)
         if not found:
             return blocks
         drafts.append(Draft(found, reply.text, blocks))
@@ -178,7 +177,7 @@ class SmallModelPolicy(ModelPolicy):
             log("draft_samples_skipped", turn=turn.index, step=call,
                 reply_s=round(reply.latency_s, 3), budget_s=budget)
             return reply, blocks
-        known = checks.names_bound_by(s.block.code for t in self.settings.turns for s in t.steps)
+        known = self._known_names()
         failed = {code_key([s.block]) for s in turn.steps
                   if s.status != "ok" or prompts.shows_no_result(s.feedback)}
 
@@ -187,7 +186,7 @@ class SmallModelPolicy(ModelPolicy):
                 return ["it has no Python code"]
             fixed = [dataclasses.replace(b, code=checks.close_brackets(b.code) or b.code)
                      for b in found]
-            listed = [p for b in fixed for p in checks.problems(b.code, turn.instruction, known)]
+            listed = self._visible_problems(turn, fixed, known)
             if any(code_key([b]) in failed for b in fixed):
                 listed.append("it repeats code that already ran in this instruction without "
                               "a result")
@@ -225,6 +224,16 @@ class SmallModelPolicy(ModelPolicy):
         emit(Notice(f"Proposing the code {tally.summary()} agree on (small-model mode), "
                     "not the model's first draft."))
         return dataclasses.replace(reply, text=best.text), best.blocks
+
+    def _known_names(self) -> set[str]:
+        """Names the session's earlier code defined (a draft may read them)."""
+        return checks.names_bound_by(s.block.code for t in self.settings.turns for s in t.steps)
+
+    def _visible_problems(self, turn: Turn, blocks: list[CodeBlock],
+                          known: set[str] | None = None) -> list[str]:
+        """What ``drafts.problems`` finds in the blocks as an answer to the turn."""
+        names = self._known_names() if known is None else known
+        return [p for b in blocks for p in checks.problems(b.code, turn.instruction, names)]
 
     def output_text(self, outputs: list[dict[str, Any]], code: str, max_chars: int) -> str:
         """The failing line and the error, not the traceback."""
