@@ -81,6 +81,15 @@ FLAGGED = [
     ("shell", "python3 - <<'EOF'\nimport os\nos.system('rm -rf ~')\nEOF", "delete-files", 3, "high"),
     ("python", "cmd = make()\n!{cmd}", "dynamic-code", 2, "high"),
     ("python", "%load https://example.com/snippet.py", "network", 1, "medium"),
+    # found by trying variants after the corpus was written
+    ("python", "import subprocess\nsubprocess.__dict__.get('run')(['id'])", "opaque-name", 2, "high"),
+    ("python", "import os\nos.__getattribute__('system')('id')", "introspection-walk", 2, "high"),
+    ("python", "import os\nfor k, v in vars(os).items():\n    v('id')", "opaque-name", 2, "high"),
+    ("python", "type(lambda: 0)(co, {})()", "dynamic-code", 1, "high"),
+    ("python", "import numpy as np\nnp.load('x.npy', allow_pickle=True)", "deserialize", 2, "medium"),
+    ("python", "import base64, subprocess\nsubprocess.run(base64.b64decode(c), shell=True)", "decode-exec", 2, "high"),
+    ("python", "g = globals()\ng['__buil' + 'tins__']['eval'](s)", "opaque-name", 2, "high"),
+    ("python", "import pty\npty.spawn('/bin/bash')", "shell-command", 2, "medium"),
 ]
 
 NOT_FLAGGED = [
@@ -158,3 +167,34 @@ def test_url_in_a_variable_is_followed() -> None:
     [flag] = review("python", code)
     assert (flag.line, flag.category) == (3, "network")
     assert "https://example.com/data.csv" in flag.reason
+
+
+# ------------------------------------------------------------------ a real kernel
+@pytest.mark.kernel
+def test_computed_os_system_asks_under_risky_while_pandas_runs_unasked(_server, tmp_path):
+    """The issue's attack through the Open Interpreter kernel with a scripted model: under
+    ``%approval risky`` an ordinary pandas step runs without a question, and
+    ``getattr(__import__("o" + "s"), "sys" + "tem")(…)`` asks; declined, it never runs."""
+    from tests import llm_server as S
+    from tests.kernel_client import KernelSession
+    from tests.test_kernel import kernel_env
+
+    (tmp_path / "sales.csv").write_text("region,revenue\nEU,10\nEU,30\nUS,5\n")
+    marker = tmp_path / "pwned"
+    attack = f'getattr(__import__("o" + "s"), "sys" + "tem")("echo hi > {marker}")'
+    pandas_step = (
+        "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+        "print('mean-by-region', df.groupby('region')['revenue'].mean().to_dict())"
+    )
+    env = kernel_env(_server, tmp_path, OI_APPROVAL_UI="stdin")
+    with KernelSession(env=env, cwd=str(tmp_path)) as oi:
+        assert oi.execute("%approval risky").status == "ok"
+        _server.reset()
+        _server.enqueue(S.tool_call(pandas_step), S.tool_call(attack), S.text("done"))
+        result = oi.execute("summarise sales, then say hi", stdin=["n"])
+    assert result.status == "ok", result.text
+    assert "mean-by-region {'EU': 20.0, 'US': 5.0}" in result.stdout  # ran, unasked
+    assert len(result.prompts) == 1, result.prompts  # only the attack asked
+    assert "Run this code?" in result.prompts[0]
+    assert "os.system" in result.text + result.stdout + "".join(result.prompts)
+    assert not marker.exists()  # declined: it never ran

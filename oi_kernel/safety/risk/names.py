@@ -48,9 +48,12 @@ class StaticStrings:
         if isinstance(target, ast.Name):
             self.bindings.setdefault(target.id, []).append((where, value, loop))
             return
-        for node in ast.walk(target):  # unpacking, starred: each name unknown
-            if isinstance(node, ast.Name):
-                self.bindings.setdefault(node.id, []).append((where, None, False))
+        if isinstance(target, ast.Starred):
+            self._bind(target.value, where, None, False)
+        elif isinstance(target, ast.Tuple | ast.List):  # unpacking: each name unknown
+            for element in target.elts:
+                self._bind(element, where, None, False)
+        # an attribute or subscript target (`d[k] = v`, `obj.x = v`) binds no name
 
     def _collect(self, node: ast.AST) -> None:
         if isinstance(node, ast.Assign):

@@ -15,97 +15,24 @@ import ast
 from oi_kernel.safety.risk.common import _MAX_DEPTH, HIGH, MEDIUM, _Found, _short
 from oi_kernel.safety.risk.common import nested_findings as _nested
 from oi_kernel.safety.risk.names import StaticStrings
+from oi_kernel.safety.risk.opaque_names import (
+    _ANY_OBJECT_RUNNERS,
+    _CODE_RUNNERS,
+    _DOWNLOAD_CALLS,
+    _IPYTHON_RUNNERS,
+    _URL_SINKS,
+    _WALK_CALLS,
+    DECODERS,
+    DESERIALIZERS,
+    EXEC,
+    GETATTR,
+    IMPORTERS,
+    NATIVE,
+    RISKY_ATTRS,
+    RISKY_MODULES,
+    WALK,
+)
 from oi_kernel.safety.risk.python_calls import risky_call
-
-GETATTR = {"getattr", "builtins.getattr"}
-IMPORTERS = {
-    "__import__",
-    "builtins.__import__",
-    "importlib.import_module",
-    "importlib.__import__",
-    "pkgutil.resolve_name",
-    "pydoc.locate",
-}
-EXEC = {"exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile"}
-NATIVE = ("ctypes", "_ctypes", "cffi", "_cffi_backend")
-WALK = {
-    "__builtins__", "__globals__", "__subclasses__", "__mro__", "__bases__", "__base__",
-    "__code__", "__closure__", "__loader__", "func_globals", "f_globals", "f_locals",
-    "f_builtins", "f_back", "f_code", "gi_frame", "gi_code", "cr_frame", "ag_frame", "tb_frame",
-}  # fmt: skip
-_WALK_CALLS = {
-    "sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.getouterframes",
-    "inspect.trace", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-}  # fmt: skip
-RISKY_ATTRS = {
-    "system", "popen", "Popen", "check_output", "check_call", "getoutput", "getstatusoutput",
-    "spawnv", "spawnl", "spawnvp", "spawnlp", "execv", "execve", "execvp", "execl", "execlp",
-    "posix_spawn", "fork", "rmtree", "unlink", "eval", "exec", "__import__", "import_module",
-    "load_module", "exec_module", "run_cell", "runsource", "runcode", "CDLL", "dlopen",
-}  # fmt: skip
-RISKY_MODULES = {
-    "os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "pty", "builtins",
-    "importlib", "pickle", "marshal", "code", "runpy", "signal", "multiprocessing", "asyncio",
-    "requests", "urllib", "http", "ftplib", "telnetlib", "smtplib", "webbrowser", "ctypes",
-    "cffi",
-}  # fmt: skip
-_CODE_RUNNERS = {
-    "runpy.run_path": "runs the Python file {arg}",
-    "runpy.run_module": "runs the module {arg}",
-    "code.interact": "opens an interpreter that runs code typed later",
-    "code.InteractiveInterpreter": "creates an interpreter that runs code strings",
-    "code.InteractiveConsole": "creates an interpreter that runs code strings",
-    "code.compile_command": "compiles code built at run time",
-    "types.FunctionType": "builds a function from a code object",
-    "types.CodeType": "builds a code object",
-    "types.LambdaType": "builds a function from a code object",
-    "importlib.util.spec_from_file_location": "loads the Python file {arg} as a module",
-    "importlib.util.spec_from_loader": "loads a module from a custom loader",
-    "importlib.machinery.SourceFileLoader": "loads the Python file {arg} as a module",
-    "importlib.machinery.SourcelessFileLoader": "loads compiled code {arg} as a module",
-    "imp.load_source": "loads the Python file {arg} as a module",
-    "zipimport.zipimporter": "imports code from the archive {arg}",
-}
-DECODERS = {
-    "base64.b64decode", "base64.b32decode", "base64.b16decode", "base64.a85decode",
-    "base64.b85decode", "base64.decodebytes", "base64.urlsafe_b64decode",
-    "base64.standard_b64decode", "base64.decodestring", "binascii.a2b_base64",
-    "binascii.a2b_hex", "binascii.unhexlify", "binascii.a2b_uu", "binascii.a2b_qp",
-    "codecs.decode", "zlib.decompress", "gzip.decompress", "bz2.decompress", "lzma.decompress",
-    "marshal.loads", "pickle.loads", "dill.loads", "cloudpickle.loads", "bytes.fromhex",
-    "bytearray.fromhex", "quopri.decodestring",
-}  # fmt: skip
-DESERIALIZERS = {
-    "pickle.load", "pickle.loads", "pickle.Unpickler", "_pickle.loads", "_pickle.load",
-    "marshal.load", "marshal.loads", "dill.load", "dill.loads", "cloudpickle.load",
-    "cloudpickle.loads", "jsonpickle.decode", "shelve.open",
-}  # fmt: skip
-_IPYTHON_RUNNERS = {
-    "run_cell": "python", "run_cell_async": "python", "ex": "python", "ev": "python",
-    "run_line_magic": "line", "magic": "line", "run_cell_magic": "cell",
-    "system": "shell", "system_raw": "shell", "system_piped": "shell", "getoutput": "shell",
-    "runsource": "python", "runcode": "python", "run_code": "python",
-}  # fmt: skip
-_ANY_OBJECT_RUNNERS = {"run_cell", "run_cell_async", "run_line_magic", "run_cell_magic",
-                       "runsource", "runcode"}  # fmt: skip
-_DOWNLOAD_CALLS = (
-    "seaborn.load_dataset", "sklearn.datasets.fetch_", "torch.hub.", "torchvision.datasets.utils.download",
-    "datasets.load_dataset", "nltk.download", "keras.utils.get_file", "tensorflow.keras.utils.get_file",
-    "tf.keras.utils.get_file", "huggingface_hub.hf_hub_download", "huggingface_hub.snapshot_download",
-    "gdown.", "wget.download", "yfinance.download", "pandas_datareader.", "webbrowser.open",
-    "spacy.cli.download", "kagglehub.", "opendatasets.download",
-)  # fmt: skip
-_URL_SINKS = {
-    "print", "display", "len", "str", "repr", "isinstance", "urlparse", "urlsplit", "urljoin",
-    "urlunparse", "urlunsplit", "quote", "quote_plus", "unquote", "urlencode", "parse_qs",
-    "startswith", "endswith", "split", "rsplit", "partition", "replace", "strip", "rstrip",
-    "lstrip", "format", "join", "encode", "lower", "upper", "find", "rfind", "index", "count",
-    "append", "extend", "insert", "add", "match", "search", "fullmatch", "sub", "findall",
-    "info", "debug", "warning", "error", "warn", "exception", "critical", "log", "Markdown",
-    "HTML", "Latex", "set_title", "title", "suptitle", "xlabel", "ylabel", "set_xlabel",
-    "set_ylabel", "text", "annotate", "figtext", "legend", "write", "writelines",
-    "set", "list", "tuple", "dict", "setdefault", "update",
-}  # fmt: skip
 
 
 def _module_root(name: str) -> str:
@@ -202,6 +129,8 @@ class OpacityChecks:
             self._opaque_call(node, self.qualname(node.func) or "")
         elif isinstance(node, ast.Import | ast.ImportFrom):
             self._native_import(node)
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            self._whole_namespace(node)
         elif isinstance(node, ast.Attribute) and node.attr in WALK:
             self._add(node, "introspection-walk", HIGH,
                       f"{self._show(node)} reaches into the interpreter's internals "
@@ -215,13 +144,48 @@ class OpacityChecks:
         if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load):
             self._value_reference(node)
 
+    def _namespace_call(self, node: ast.Call) -> None:
+        """``vars(os)`` / ``os.__dict__`` handed over whole, ``….__dict__.get(k)``, and
+        ``type(lambda: 0)(code, …)`` (a function built from a code object)."""
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "__getitem__") and node.args:
+            lookup = ast.Subscript(value=func.value, slice=node.args[0], ctx=ast.Load())
+            ast.copy_location(lookup, node)
+            self._namespace_lookup(lookup)
+        if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type":
+            if func.args and isinstance(func.args[0], ast.Lambda):
+                self._add(node, "dynamic-code", HIGH, "type(lambda: …)(…) builds a function from a "
+                          "code object, which the review cannot read")
+
+    def _whole_namespace(self, node: ast.AST) -> None:
+        """``vars(os)`` or ``os.__dict__`` not indexed by a literal: every function of it."""
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            return
+        if isinstance(parent, ast.Attribute) and parent.attr in ("get", "pop", "__getitem__"):
+            return
+        if isinstance(node, ast.Call):
+            inner = node.args[0] if node.args else None
+        else:
+            inner = node.value  # type: ignore[attr-defined]
+        if inner is not None and self._module_like(inner) and not isinstance(inner, ast.Call):
+            self._add(node, "opaque-name", HIGH,
+                      f"{self._show(node)} hands over a module's whole namespace, so what is "
+                      "called from it was not reviewed")
+
     def _opaque_call(self, node: ast.Call, name: str) -> None:
+        self._namespace_call(node)
+        if name in ("vars", "builtins.vars"):
+            self._whole_namespace(node)
         checks = (self._getattr_call, self._import_call, self._getter_call, self._exec_call,
                   self._runner_call, self._ipython_call, self._deserialize_call, self._native_call)
         for check in checks:
             if check(node, name):
                 break
         self._network_call_url(node, name)
+        how = self._is_decoded(ast.Tuple(elts=list(node.args), ctx=ast.Load()))
+        if how and risky_call(name) == "shell":
+            self._add(node, "decode-exec", HIGH, f"{name} runs a command decoded by {how}")
 
     def _native_import(self, node: ast.Import | ast.ImportFrom) -> None:
         modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -360,7 +324,11 @@ class OpacityChecks:
         return False
 
     def _deserialize_call(self, node: ast.Call, name: str) -> bool:
-        if name not in DESERIALIZERS:
+        unsafe = any(
+            k.arg in ("allow_pickle", "weights_only") and isinstance(k.value, ast.Constant)
+            and k.value.value is (k.arg == "allow_pickle") for k in node.keywords
+        )
+        if name not in DESERIALIZERS and not unsafe:
             return False
         how = self._is_decoded(ast.Tuple(elts=list(node.args), ctx=ast.Load()))
         if how:
@@ -404,7 +372,7 @@ class OpacityChecks:
 
     def _namespace_lookup(self, node: ast.Subscript) -> None:
         """``globals()[k]``, ``vars(m)[k]``, ``m.__dict__[k]``, ``sys.modules[k]``."""
-        container = node.value
+        container = self._namespace_of(node.value)
         owner: str | None = None
         if isinstance(container, ast.Call) and (self.qualname(container.func) or "") in (
             "globals", "locals", "vars", "builtins.globals", "builtins.vars"
@@ -431,6 +399,15 @@ class OpacityChecks:
             if key in WALK or self._sensitive(qual) or qual in EXEC | IMPORTERS | GETATTR:
                 self._add(node, "opaque-name", HIGH, f"{shown} looks up {qual} by name, "
                           "which hides the call")
+
+    def _namespace_of(self, node: ast.AST) -> ast.AST:
+        """``g`` after ``g = globals()`` is ``globals()``; anything else is itself."""
+        bound = self.strings.bindings.get(node.id, []) if isinstance(node, ast.Name) else []
+        values = [v for _, v, loop in bound if v is not None and not loop]
+        if len(bound) == 1 and len(values) == 1 and isinstance(values[0], ast.Call):
+            if (self.qualname(values[0].func) or "") in ("globals", "locals", "vars"):
+                return values[0]
+        return node
 
     def _sys_modules(self, node: ast.Subscript) -> None:
         keys = self.strings.values(node.slice)

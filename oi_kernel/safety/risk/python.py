@@ -22,7 +22,8 @@ from oi_kernel.safety.risk.common import (
     nested_findings,
 )
 from oi_kernel.safety.risk.names import StaticStrings
-from oi_kernel.safety.risk.opaque import GETATTR, IMPORTERS, OpacityChecks
+from oi_kernel.safety.risk.opaque import OpacityChecks
+from oi_kernel.safety.risk.opaque_names import GETATTR, IMPORTERS
 from oi_kernel.safety.risk.python_calls import (
     _DELETE_CALLS,
     _DUMPERS,

@@ -26,6 +26,7 @@ from oi_kernel.safety.risk.shell_hidden import (
     _built_at_run_time,
     _computed_command,
     _heredoc_findings,
+    _interactive_shell,
     _is_decoder,
     _urls,
 )
@@ -344,7 +345,7 @@ def _unwrap_xargs(words: list[str]) -> list[str]:
     return [*args, "<files from stdin>"] if args else []
 
 
-def _command_findings(cmd: _Command, depth: int) -> list[_Finding]:
+def _command_findings(cmd: _Command, depth: int, interactive: bool = False) -> list[_Finding]:
     words = _strip_prefixes(cmd.words)
     out: list[_Finding] = []
     while words and _name(words[0]) in _PRIVILEGE:
@@ -361,6 +362,7 @@ def _command_findings(cmd: _Command, depth: int) -> list[_Finding]:
         out += check(words) if check else []
         out += _check_nested(words, depth)
         out += _computed_command(name) + _urls(name, words[1:])
+        out += _interactive_shell(name, words[1:]) if interactive else []
         out += _scan_words(name, words[1:])
     return out + _redirect_findings(cmd.redirects)
 
@@ -412,7 +414,8 @@ def _pipeline_findings(pipeline: list[_Command], depth: int) -> list[_Finding]:
         text = f"{name} … | {_name(pipeline[shell_at].words[0])} runs decoded text unseen"
         out.append(_Finding("decode-exec", HIGH, text))
     for i, cmd in enumerate(pipeline):
-        found = _command_findings(cmd, depth)
+        alone = len(pipeline) == 1 and not any(op.startswith("<") for op, _ in cmd.redirects)
+        found = _command_findings(cmd, depth, interactive=alone)
         if piped and i in downloads:
             found = [f for f in found if f.category != "network"]
         out += found

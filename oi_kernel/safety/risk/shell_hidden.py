@@ -17,7 +17,7 @@ from oi_kernel.safety.risk.common import (
     nested_findings,
     url_of,
 )
-from oi_kernel.safety.risk.shell_words import _NETWORK, _name, _strip_prefixes
+from oi_kernel.safety.risk.shell_words import _NETWORK, _SHELLS, _name, _strip_prefixes
 
 
 def _built_at_run_time(code: str) -> bool:
@@ -31,6 +31,14 @@ def _computed_command(name: str) -> list[_Finding]:
     if name.startswith(("$", "`", "{")) and name != "{sys.executable}":
         text = f"runs the command {_short(name, 40)}, which is only known at run time"
         return [_Finding("dynamic-code", HIGH, text)]
+    return []
+
+
+def _interactive_shell(name: str, args: list[str]) -> list[_Finding]:
+    """``bash``, ``sh -i``, ``/bin/sh``: a shell that reads commands nobody reviewed."""
+    if name in _SHELLS and all(a.startswith("-") and a not in ("-c", "-s") for a in args):
+        text = f"{name} starts an interactive shell, whose commands are not reviewed"
+        return [_Finding("shell-command", MEDIUM, text)]
     return []
 
 
