@@ -123,9 +123,10 @@ def misses_text(adversarial: dict[str, Tally], ordinary: dict[str, Tally]) -> st
     return "\n".join(lines)
 
 
-def write_report(text: str) -> None:
+def write_report(text: str, misses: str) -> None:
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-    block = f"{BEGIN}\nMeasured {today} with `{COMMAND}`:\n\n{text}\n{END}"
+    listed = "\n".join(line.replace("  - ", "- ", 1) for line in misses.splitlines())
+    block = f"{BEGIN}\nMeasured {today} with `{COMMAND}`:\n\n{text}\n\n{listed}\n{END}"
     old = REPORT.read_text(encoding="utf-8") if REPORT.exists() else f"# Risk review\n\n{BEGIN}\n{END}\n"
     head, _, rest = old.partition(BEGIN)
     _, _, tail = rest.partition(END)
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(misses_text(adversarial, ordinary))
     if args.write:
-        write_report(text)
+        write_report(text, misses_text(adversarial, ordinary))
         print(f"\nwrote {REPORT}")
     ok = overall(adversarial).share >= ADVERSARIAL_GOAL and overall(ordinary).share <= ORDINARY_LIMIT
     return 0 if ok else 1

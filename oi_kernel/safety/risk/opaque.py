@@ -75,7 +75,7 @@ class OpacityChecks:
                 if sub.func.attr == "decode" and self._codec(codec):
                     return f".decode({self._show(codec)})"  # type: ignore[arg-type]
             if isinstance(sub, ast.Name) and sub.id in self.decoded:
-                return f"{sub.id} (decoded)"
+                return f"'{sub.id}', decoded earlier in the block"
         return None
 
     def _codec(self, node: ast.AST | None) -> bool:
@@ -267,7 +267,7 @@ class OpacityChecks:
             self._add(node, "dynamic-code", HIGH, f"{name} runs code downloaded from the network")
         elif how:
             self._add(node, "decode-exec", HIGH,
-                      f"{name} runs code decoded at run time by {how}, which the review cannot read")
+                      f"{name} runs code decoded at run time ({how}), which the review cannot read")
         else:
             self._add(node, "dynamic-code", HIGH,
                       f"{name} runs code built at run time ({self._show(arg)}), which was not reviewed")
