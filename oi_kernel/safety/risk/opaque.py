@@ -35,6 +35,9 @@ from oi_kernel.safety.risk.opaque_names import (
 from oi_kernel.safety.risk.python_calls import risky_call
 
 
+_DECODER_WORDS = {name.rsplit(".", 1)[-1] for name in DECODERS} | {"decode"}
+
+
 def _module_root(name: str) -> str:
     return name.split(".")[0]
 
@@ -86,6 +89,10 @@ class OpacityChecks:
     def _taint_decoded(self, tree: ast.AST) -> None:
         """Names that hold decoded bytes: ``p = zlib.decompress(...)`` → p."""
         self.decoded = set()
+        source_words = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        source_words |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        if not source_words & _DECODER_WORDS:
+            return  # nothing in the block can decode
         for _ in range(3):
             for node in ast.walk(tree):
                 if isinstance(node, ast.Assign) and self._is_decoded(node.value):

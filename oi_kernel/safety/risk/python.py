@@ -110,6 +110,7 @@ class _PythonReviewer(OpacityChecks):
         self.decoded: set[str] = set()
         self.strings = StaticStrings(tree)
         self._resolving: set[str] = set()
+        self._assigned_cache: dict[str, str | None] = {}
         self.found: _Found = []
 
     def run(self) -> _Found:
@@ -184,6 +185,8 @@ class _PythonReviewer(OpacityChecks):
     def _assigned(self, name: str) -> str | None:
         """What ``name`` stands for when the block binds it only to one dotted name:
         ``sh = os.system`` → os.system, ``x = __import__("subprocess")`` → subprocess."""
+        if name in self._assigned_cache:
+            return self._assigned_cache[name]
         bound = self.strings.bindings.get(name, [])
         if not bound or name in self._resolving or any(v is None or loop for _, v, loop in bound):
             return None
@@ -193,7 +196,8 @@ class _PythonReviewer(OpacityChecks):
         finally:
             self._resolving.discard(name)
         target = targets.pop() if len(targets) == 1 else None
-        return target if target and target != name else None
+        self._assigned_cache[name] = target if target and target != name else None
+        return self._assigned_cache[name]
 
     def qualname(self, node: ast.AST) -> str | None:
         """``sh.rmtree`` → ``shutil.rmtree`` after ``import shutil as sh``."""
