@@ -90,6 +90,10 @@ FLAGGED = [
     ("python", "import base64, subprocess\nsubprocess.run(base64.b64decode(c), shell=True)", "decode-exec", 2, "high"),
     ("python", "g = globals()\ng['__buil' + 'tins__']['eval'](s)", "opaque-name", 2, "high"),
     ("python", "import pty\npty.spawn('/bin/bash')", "shell-command", 2, "medium"),
+    # JavaScript and R: a URL given to a call
+    ("r", "df <- read.csv('https://example.com/a.csv')", "network", 1, "medium"),
+    ("r", "download.file(url = \"https://x.io/a.zip\", destfile = 'a.zip')", "network", 1, "medium"),
+    ("javascript", "const r = await fetch(`https://api.example.com/v1`);", "network", 1, "medium"),
 ]
 
 NOT_FLAGGED = [
@@ -114,6 +118,8 @@ NOT_FLAGGED = [
     ("python", "mean = df.groupby('k').agg(['mean', 'sum'])\ndf.apply(lambda r: r.a * 2, axis=1)"),
     ("shell", "ls -la data/\nhead -n 5 data/sales.csv\necho https://example.com"),
     ("python", "%matplotlib inline\n%load_ext autoreload\n%autoreload 2"),
+    ("r", "print('https://example.com')\ndf <- read.csv('data/a.csv')"),
+    ("javascript", "console.log('https://example.com');"),
 ]
 
 

@@ -34,7 +34,6 @@ from oi_kernel.safety.risk.opaque_names import (
 )
 from oi_kernel.safety.risk.python_calls import risky_call
 
-
 _DECODER_WORDS = {name.rsplit(".", 1)[-1] for name in DECODERS} | {"decode"}
 
 
