@@ -40,7 +40,7 @@ FLAGGED = [
     ("python", "import os\nk = os.environ['OPENAI_API_KEY']", "secrets-env", 2, "high"),
     ("python", "import os\nos.getenv('GITHUB_TOKEN')", "secrets-env", 2, "high"),
     ("python", "import os\nprint(os.environ)", "secrets-env", 2, "medium"),
-    ("python", "x = 1\neval(user_text)", "dynamic-code", 2, "medium"),
+    ("python", "x = 1\neval(user_text)", "dynamic-code", 2, "high"),
     (
         "python",
         "import requests\nr = requests.get(u)\ncode = r.text\nexec(code)",

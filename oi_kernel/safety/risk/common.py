@@ -68,6 +68,20 @@ _ROOT_LIKE = {
 }
 
 
+_URL = re.compile(
+    r"^\s*((?:[a-z][\w.-]*\+)?(?:https?|ftps?|sftp|ssh|git|rsync|smb|wss?|s3[an]?|gs|gcs|az"
+    r"|abfss?|adl|hdfs|webhdfs|hf|postgres(?:ql)?|mysql|mariadb|mongodb|redis|rediss|amqps?"
+    r"|mssql|oracle|snowflake)(?:\+[\w.]+)?://\S*)",
+    re.IGNORECASE,
+)
+
+
+def url_of(text: str) -> str | None:
+    """The network URL ``text`` starts with (http, ftp, s3, a database server…), or None."""
+    match = _URL.match(text)
+    return _short(match.group(1), 60) if match else None
+
+
 def _credential(text: str) -> str | None:
     """The credentials path mentioned in ``text``, if any."""
     match = _CREDENTIAL_PATH.search(text)

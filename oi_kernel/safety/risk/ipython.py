@@ -15,6 +15,7 @@ from oi_kernel.safety.risk.common import (
     _is_system_path,
     _short,
     nested_findings,
+    url_of,
 )
 from oi_kernel.safety.risk.python import _PythonReviewer
 from oi_kernel.safety.risk.shell import _name
@@ -47,6 +48,9 @@ def _line_magic_findings(kind: str, body: str, depth: int) -> list[_Finding]:
             return [
                 _Finding("secrets-env", HIGH, f"%env uses the secret environment variable {var}")
             ]
+    if name == "load" and url_of(rest.strip().split(" ")[-1]):
+        url = url_of(rest.strip().split(" ")[-1])
+        return [_Finding("network", MEDIUM, f"%load fetches {url} over the network")]
     if name == "run" and rest.strip():
         return [
             _Finding("dynamic-code", MEDIUM, f"%run runs {_short(rest)}, which was not reviewed")

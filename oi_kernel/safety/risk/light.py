@@ -29,6 +29,10 @@ _R_SHELL = re.compile(r"\b(?:system2?|shell)\s*\(\s*(?:(['\"])((?:\\.|(?!\1).)*)
 _R_DELETE = re.compile(r"\b(?:unlink|file\.remove|file_delete|dir_delete)\s*\(")
 _R_INSTALL = re.compile(r"\binstall\.packages\s*\(|\b(?:remotes|devtools|BiocManager)::install")
 _RECURSIVE = re.compile(r"recursive\s*[:=]\s*(?:true|TRUE|T)\b")
+_URL_CALL = re.compile(
+    r"\b([\w.$:]+)\s*\(\s*(?:[\w.]+\s*=\s*)?(['\"`])((?:https?|ftps?|s3|gs)://[^'\"`\s]*)"
+)
+_TEXT_CALLS = {"print", "cat", "message", "paste", "paste0", "console.log", "log", "alert"}
 _ENV_NAME = re.compile(r"(?:process\.env\.|Sys\.getenv\s*\(\s*['\"])([A-Za-z_]\w*)")
 
 
@@ -71,6 +75,11 @@ def _light_line(line: str, language: str, depth: int, shells_out: bool) -> list[
     for match in write.finditer(line) if write else ():
         text = f"{_call_name(match)} replaces the contents of a file"
         out.append(_Finding("overwrite-file", MEDIUM, text))
+    for match in _URL_CALL.finditer(line):
+        name = match.group(1)
+        if name.rsplit(".", 1)[-1] not in _TEXT_CALLS and name not in _TEXT_CALLS:
+            text = f"{name} reaches {match.group(3)[:60]} over the network"
+            out.append(_Finding("network", MEDIUM, text))
     if not js and _R_INSTALL.search(line):
         out.append(_Finding("package-install", MEDIUM, "installs R packages"))
     path = _credential(line)

@@ -4,7 +4,6 @@ syntax around it: ``!`` and ``%`` lines and cell magics, whose bodies go to thei
 from __future__ import annotations
 
 import ast
-import re
 import shlex
 from collections.abc import Callable
 
@@ -22,66 +21,27 @@ from oi_kernel.safety.risk.common import (
     _short,
     nested_findings,
 )
+from oi_kernel.safety.risk.names import StaticStrings
+from oi_kernel.safety.risk.opaque import OpacityChecks
+from oi_kernel.safety.risk.opaque_names import GETATTR, IMPORTERS
+from oi_kernel.safety.risk.python_calls import (
+    _DELETE_CALLS,
+    _DUMPERS,
+    _ENV_READS,
+    _KILL_CALLS,
+    _MODE,
+    _MOVE_CALLS,
+    _NETWORK_MODULES,
+    _NOT_NETWORK,
+    _OPEN_CALLS,
+    _PERMISSION_CALLS,
+    _PRIVILEGE_CALLS,
+    _SHELL_CALLS,
+    _SHELL_PREFIXES,
+)
 
 # ---------------------------------------------------------------- python
 
-_NETWORK_MODULES = (
-    "socket",
-    "urllib.request",
-    "requests",
-    "httpx",
-    "aiohttp",
-    "urllib3",
-    "http.client",
-    "ftplib",
-    "smtplib",
-    "telnetlib",
-    "poplib",
-    "imaplib",
-    "paramiko",
-    "websocket",
-    "websockets",
-)
-_NOT_NETWORK = ("gethostname", "pathname2url", "url2pathname", "inet_aton", "inet_ntoa")
-_SHELL_CALLS = {
-    "os.system",
-    "os.popen",
-    "subprocess.run",
-    "subprocess.call",
-    "subprocess.check_call",
-    "subprocess.check_output",
-    "subprocess.Popen",
-    "subprocess.getoutput",
-    "subprocess.getstatusoutput",
-    "pty.spawn",
-    "asyncio.create_subprocess_shell",
-    "asyncio.create_subprocess_exec",
-}
-_SHELL_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn")
-_DELETE_CALLS = {
-    "os.remove": (MEDIUM, "deletes the file {target}"),
-    "os.unlink": (MEDIUM, "deletes the file {target}"),
-    "os.rmdir": (MEDIUM, "removes the directory {target}"),
-    "os.removedirs": (MEDIUM, "removes the directories {target}"),
-    "shutil.rmtree": (HIGH, "deletes the directory tree {target} recursively"),
-}
-_MOVE_CALLS = {"shutil.move", "os.replace", "os.rename", "os.renames"}
-_KILL_CALLS = {"os.kill", "os.killpg", "signal.pthread_kill", "signal.raise_signal"}
-_PERMISSION_CALLS = {"os.chmod", "os.lchmod", "os.chown", "os.lchown", "shutil.chown"}
-_PRIVILEGE_CALLS = {"os.setuid", "os.seteuid", "os.setgid", "os.setegid", "os.setreuid"}
-_ENV_READS = {"os.getenv", "os.environ.get", "os.environ.pop", "os.environ.setdefault", "os.putenv"}
-_DUMPERS = {
-    "print",
-    "repr",
-    "str",
-    "pprint.pprint",
-    "pprint.pp",
-    "json.dumps",
-    "json.dump",
-    "display",
-}
-_OPEN_CALLS = {"open", "io.open", "codecs.open"}
-_MODE = re.compile(r"[rwxabt+U]{1,4}")
 
 
 def _literal(node: ast.AST | None) -> str | None:
@@ -130,7 +90,14 @@ def _render(node: ast.AST) -> str | None:
     return None
 
 
-class _PythonReviewer:
+def _plain(node: ast.AST) -> bool:
+    """A name or a dotted name (``os.system``), not a lookup built by a call or subscript."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+class _PythonReviewer(OpacityChecks):
     """Walks one parsed module and collects findings with their lines."""
 
     def __init__(self, tree: ast.Module, depth: int) -> None:
@@ -140,6 +107,10 @@ class _PythonReviewer:
         self.star_modules: list[str] = []
         self.parents: dict[ast.AST, ast.AST] = {}
         self.tainted: set[str] = set()
+        self.decoded: set[str] = set()
+        self.strings = StaticStrings(tree)
+        self._resolving: set[str] = set()
+        self._assigned_cache: dict[str, str | None] = {}
         self.found: _Found = []
 
     def run(self) -> _Found:
@@ -149,6 +120,7 @@ class _PythonReviewer:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self._import(node)
         self._taint()
+        self._taint_decoded(self.tree)
         for node in ast.walk(self.tree):
             self._visit(node)
         return self.found
@@ -177,12 +149,55 @@ class _PythonReviewer:
         if isinstance(node, ast.Attribute):
             base = self._dotted(node.value)
             return f"{base}.{node.attr}" if base else None
-        if isinstance(node, ast.Call) and self._dotted(node.func) in (
-            "__import__",
-            "importlib.import_module",
-        ):
-            return _literal(node.args[0]) if node.args else None
+        if isinstance(node, ast.Call) and node.args:
+            called = self.qualname(node.func)
+            if called in IMPORTERS:
+                return self._single(node.args[0])
+            if called in GETATTR and len(node.args) >= 2:
+                base, attr = self._dotted(node.args[0]), self._single(node.args[1])
+                return f"{base}.{attr}" if base and attr else None
+        if isinstance(node, ast.Subscript):
+            return self._dotted_lookup(node)
         return None
+
+    def _single(self, node: ast.AST) -> str | None:
+        values = self.strings.values(node)
+        return next(iter(values)) if values and len(values) == 1 else None
+
+    def _dotted_lookup(self, node: ast.Subscript) -> str | None:
+        """``sys.modules["os"]`` → os, ``os.__dict__["system"]`` → os.system, ``globals()["f"]``."""
+        key, container = self._single(node.slice), node.value
+        if key is None:
+            return None
+        if self.qualname(container) == "sys.modules":
+            return key
+        if isinstance(container, ast.Attribute) and container.attr == "__dict__":
+            base = self._dotted(container.value)
+            return f"{base}.{key}" if base else None
+        if isinstance(container, ast.Call) and isinstance(container.func, ast.Name):
+            if container.func.id == "vars" and container.args:
+                base = self._dotted(container.args[0])
+                return f"{base}.{key}" if base else None
+            if container.func.id in ("globals", "locals"):
+                return key
+        return None
+
+    def _assigned(self, name: str) -> str | None:
+        """What ``name`` stands for when the block binds it only to one dotted name:
+        ``sh = os.system`` → os.system, ``x = __import__("subprocess")`` → subprocess."""
+        if name in self._assigned_cache:
+            return self._assigned_cache[name]
+        bound = self.strings.bindings.get(name, [])
+        if not bound or name in self._resolving or any(v is None or loop for _, v, loop in bound):
+            return None
+        self._resolving.add(name)
+        try:
+            targets = {self.qualname(v) for _, v, _ in bound}  # type: ignore[arg-type]
+        finally:
+            self._resolving.discard(name)
+        target = targets.pop() if len(targets) == 1 else None
+        self._assigned_cache[name] = target if target and target != name else None
+        return self._assigned_cache[name]
 
     def qualname(self, node: ast.AST) -> str | None:
         """``sh.rmtree`` → ``shutil.rmtree`` after ``import shutil as sh``."""
@@ -193,6 +208,9 @@ class _PythonReviewer:
         if head in self.aliases:
             full = self.aliases[head]
             return f"{full}.{tail}" if tail else full
+        assigned = self._assigned(head) if head.isidentifier() else None
+        if assigned:
+            return f"{assigned}.{tail}" if tail else assigned
         if isinstance(node, ast.Name):
             for module in self.star_modules:
                 candidate = f"{module}.{head}"
@@ -216,6 +234,9 @@ class _PythonReviewer:
             for n in ast.walk(node)
         )
 
+    def _already_network(self, node: ast.Call) -> bool:
+        return self._is_network_call(node)
+
     def _taint(self) -> None:
         for _ in range(3):  # follow `r = requests.get(u)` → `code = r.text` → `exec(code)`
             for node in ast.walk(self.tree):
@@ -234,6 +255,7 @@ class _PythonReviewer:
     # -- visiting
 
     def _visit(self, node: ast.AST) -> None:
+        self.opaque_visit(node)
         if isinstance(node, ast.Call):
             self._call(node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -254,7 +276,6 @@ class _PythonReviewer:
             self._move_call,
             self._open_call,
             self._network_call,
-            self._dynamic_call,
             self._env_call,
             self._misc_call,
         )
@@ -270,7 +291,11 @@ class _PythonReviewer:
         findings = [f for _, f in nested_findings("shell", text, self.depth + 1)] if text else []
         for finding in findings if self.depth < _MAX_DEPTH else []:
             self._add(node, finding.category, finding.severity, f"{name}: {finding.text}")
-        if not findings and (text is None or text.startswith("{")):
+        if not _plain(node.func):
+            shown = f"`{_short(text)}`" if text else "a command"
+            self._add(node, "shell-command", HIGH, f"{name}, looked up indirectly "
+                      f"({_short(ast.unparse(node.func), 50)}), runs {shown}")
+        elif not findings and (text is None or text.startswith("{")):
             what = f"`{_short(text)}`" if text else "a command"
             text = f"{name} runs {what} built at run time, so it was not reviewed"
             self._add(node, "shell-command", MEDIUM, text)
@@ -353,18 +378,6 @@ class _PythonReviewer:
         url = _literal(node.args[0]) if node.args else None
         where = f" ({_short(url, 50)})" if url else ""
         self._add(node, "network", MEDIUM, f"{name} connects to the network{where}")
-        return True
-
-    def _dynamic_call(self, node: ast.Call, name: str) -> bool:
-        if name not in ("eval", "exec", "compile") or not node.args:
-            return False
-        if _literal(node.args[0]) is not None:
-            return True
-        if self._is_remote(node.args[0]):
-            self._add(node, "dynamic-code", HIGH, f"{name} runs code downloaded from the network")
-        else:
-            arg = _short(ast.unparse(node.args[0]), 40)
-            self._add(node, "dynamic-code", MEDIUM, f"{name} runs code built at run time ({arg})")
         return True
 
     def _env_call(self, node: ast.Call, name: str) -> bool:

@@ -21,17 +21,28 @@ from oi_kernel.safety.risk.common import (
     _short,
     nested_findings,
 )
+from oi_kernel.safety.risk.shell_hidden import (
+    _SUBST_DECODE,
+    _built_at_run_time,
+    _computed_command,
+    _heredoc_findings,
+    _interactive_shell,
+    _is_decoder,
+    _urls,
+)
 from oi_kernel.safety.risk.shell_syntax import _Command, _logical_lines, _pipelines, _tokenize
+from oi_kernel.safety.risk.shell_words import (
+    _DOWNLOADERS,
+    _INTERPRETERS,
+    _NETWORK,
+    _PRIVILEGE,
+    _SHELLS,
+    _name,
+    _strip_prefixes,
+)
 
 # ---------------------------------------------------------------- shell: commands
 
-_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "time"}
-_WRAPPERS = {"nohup", "exec", "command", "builtin", "stdbuf", "nice", "ionice", "timeout"}
-_PRIVILEGE = {"sudo", "doas", "su", "pkexec", "runas"}
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish"}
-_INTERPRETERS = _SHELLS | {"python", "python3", "perl", "ruby", "node"}
-_DOWNLOADERS = {"curl", "wget", "fetch"}
-_NETWORK = {"curl", "wget", "ssh", "scp", "sftp", "nc", "ncat", "netcat", "telnet", "ftp"}
 _DISK = {"mkfs", "mkswap", "fdisk", "sfdisk", "cfdisk", "gdisk", "parted", "wipefs", "blkdiscard"}
 _INSTALL_VERBS = {
     "pip": {"install", "uninstall", "download"},
@@ -59,10 +70,6 @@ _INSTALL_ALIASES = {
 }
 
 
-def _name(word: str) -> str:
-    return word.rsplit("/", 1)[-1]
-
-
 def _options(words: list[str]) -> tuple[set[str], set[str], list[str]]:
     """(short option letters, long options, other arguments) of a command's arguments."""
     short: set[str] = set()
@@ -76,24 +83,6 @@ def _options(words: list[str]) -> tuple[set[str], set[str], list[str]]:
         else:
             args.append(word)
     return short, long, args
-
-
-def _strip_prefixes(words: list[str]) -> list[str]:
-    """Drop keywords, `VAR=value` assignments and harmless wrappers such as nohup."""
-    while words:
-        first = words[0]
-        if first in _KEYWORDS or re.match(r"^[A-Za-z_]\w*=", first):
-            words = words[1:]
-        elif _name(first) in _WRAPPERS or _name(first) == "env" and len(words) > 1:
-            rest = words[1:]
-            while rest and (rest[0].startswith("-") or "=" in rest[0] or rest[0][:1].isdigit()):
-                rest = rest[1:]
-            if not rest:
-                return words if _name(first) == "env" else []
-            words = rest
-        else:
-            return words
-    return words
 
 
 def _unwrap_python_m(words: list[str]) -> list[str]:
@@ -286,6 +275,9 @@ def _check_nested(words: list[str], depth: int) -> list[_Finding]:
         inner = " ".join(words[1:])
     else:
         return []
+    if _built_at_run_time(inner):
+        text = f"{name} runs code built at run time (`{_short(inner, 40)}`), which was not reviewed"
+        return [_Finding("dynamic-code", HIGH, text)]
     if name.startswith("python"):
         return [f for _, f in nested_findings("python", inner, depth + 1)]
     return [f for _, f in _shell_findings(inner, depth + 1)]
@@ -353,7 +345,7 @@ def _unwrap_xargs(words: list[str]) -> list[str]:
     return [*args, "<files from stdin>"] if args else []
 
 
-def _command_findings(cmd: _Command, depth: int) -> list[_Finding]:
+def _command_findings(cmd: _Command, depth: int, interactive: bool = False) -> list[_Finding]:
     words = _strip_prefixes(cmd.words)
     out: list[_Finding] = []
     while words and _name(words[0]) in _PRIVILEGE:
@@ -369,6 +361,8 @@ def _command_findings(cmd: _Command, depth: int) -> list[_Finding]:
         check = _CHECKS.get(name)
         out += check(words) if check else []
         out += _check_nested(words, depth)
+        out += _computed_command(name) + _urls(name, words[1:])
+        out += _interactive_shell(name, words[1:]) if interactive else []
         out += _scan_words(name, words[1:])
     return out + _redirect_findings(cmd.redirects)
 
@@ -414,8 +408,14 @@ def _pipeline_findings(pipeline: list[_Command], depth: int) -> list[_Finding]:
         src, dst = pipeline[downloads[0]].words, pipeline[shell_at].words
         text = f"{_name(src[0])} … | {_name(dst[-1])} runs a script from the internet unseen"
         out.append(_Finding("pipe-to-shell", HIGH, text))
+    decoded = [i for i, c in enumerate(pipeline) if _is_decoder(c.words)]
+    if shell_at is not None and any(i < shell_at for i in decoded):
+        name = _name(pipeline[decoded[0]].words[0])
+        text = f"{name} … | {_name(pipeline[shell_at].words[0])} runs decoded text unseen"
+        out.append(_Finding("decode-exec", HIGH, text))
     for i, cmd in enumerate(pipeline):
-        found = _command_findings(cmd, depth)
+        alone = len(pipeline) == 1 and not any(op.startswith("<") for op, _ in cmd.redirects)
+        found = _command_findings(cmd, depth, interactive=alone)
         if piped and i in downloads:
             found = [f for f in found if f.category != "network"]
         out += found
@@ -436,25 +436,34 @@ def _line_findings(text: str, depth: int) -> list[_Finding]:
         )
     if ("curl" in text or "wget" in text) and _SUBST_PIPE.search(text):
         out.append(_Finding("pipe-to-shell", HIGH, "runs a script fetched by curl/wget unseen"))
+    if _SUBST_DECODE.search(text):
+        out.append(_Finding("decode-exec", HIGH, "runs text decoded at run time unseen"))
     for pipeline in _pipelines(_tokenize(text)):
         out += _pipeline_findings(pipeline, depth)
     return out
 
 
-def _heredoc(text: str) -> tuple[str, bool] | None:
-    """(delimiter, runs the body as shell) when a line opens a heredoc."""
+def _heredoc(text: str) -> tuple[str, str] | None:
+    """(delimiter, what reads the body: "shell", "python", another interpreter or "data")
+    when a line opens a heredoc."""
     match = re.search(r"<<-?\s*['\"]?([A-Za-z_]\w*)['\"]?", text)
     if not match:
         return None
-    head = _strip_prefixes(_tokenize(text[: match.start()]))
+    head = _strip_prefixes(_tokenize(text[: match.start()].split("|")[-1]))
     while head and _name(head[0]) in _PRIVILEGE:
         head = _strip_prefixes(head[1:])
-    return match.group(1), bool(head) and _name(head[0]) in _SHELLS
+    name = _name(head[0]) if head else ""
+    if name in _SHELLS:
+        return match.group(1), "shell"
+    if name.startswith("python"):
+        return match.group(1), "python"
+    return match.group(1), name if name in _INTERPRETERS else "data"
 
 
 def _shell_findings(code: str, depth: int = 0) -> _Found:
     """Findings of a shell script with their 1-based line numbers."""
     out: _Found = []
+    lines = code.splitlines()
     skip_until: tuple[str, int] | None = None
     for line, text in _logical_lines(code):
         if skip_until is not None:
@@ -463,6 +472,7 @@ def _shell_findings(code: str, depth: int = 0) -> _Found:
             continue
         out += [(line, f) for f in _line_findings(text, depth)]
         doc = _heredoc(text)
-        if doc and not doc[1]:
+        if doc and doc[1] != "shell":
+            out += _heredoc_findings(lines, line, doc, depth)
             skip_until = (doc[0], line)  # a heredoc is data, unless fed to a shell
     return out
