@@ -40,6 +40,7 @@ class McpTools:
         self.pins = pins
         self.wait = wait  # seconds an instruction waits for servers still starting
         self._starting: asyncio.Task[list[str]] | None = None
+        self._waited: asyncio.Task[list[str]] | None = None  # the starts waited for
         self._reported: set[str] = set()
         self._specs: list[ToolSpec] = []
         self._specs_key: tuple[Any, ...] = ()
@@ -73,7 +74,9 @@ class McpTools:
         stderr), servers not ready yet, tools whose description looks poisoned or changed."""
         self.start_soon()
         assert self._starting is not None
-        wait = self.wait if wait is None else wait
+        if wait is None:  # waited once for these starts already: not again each request
+            wait = 0.0 if self._waited is self._starting else self.wait
+        self._waited = self._starting
         if wait > 0:
             await asyncio.wait({self._starting}, timeout=wait)
         ready = [c for c in self.connections if c.state == "ready"]
