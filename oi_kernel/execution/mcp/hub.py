@@ -45,6 +45,7 @@ class McpTools:
         self._specs: list[ToolSpec] = []
         self._specs_key: tuple[Any, ...] = ()
         self._versions: dict[str, ToolVersion] = {}  # sha256 -> every version seen
+        self._judged: dict[tuple[Any, ...], list[tuple[str, str, str]]] = {}  # trust flags
         self._seen: dict[tuple[str, str], tuple[ToolVersion, str]] = {}  # first this session
 
     @property
@@ -165,34 +166,44 @@ class McpTools:
         return "new", None, None
 
     def _judge(self, specs: list[ToolSpec]) -> None:
-        """Each spec's ``trust`` flags from its description and its pin."""
+        """Each spec's ``trust`` flags from its description and its pin (the text of the
+        flags is computed once per version and pin state)."""
         for spec in specs:
-            version = self._versions.get(spec.fingerprint)
-            if version is None:
+            if spec.fingerprint not in self._versions:
                 continue
-            trust = []
-            found = version.findings()
-            if found:
-                trust.append((HIGH, "tool-description",
-                              f"the description of {spec.label} that the model reads "
-                              f"{'; '.join(found)}: \u201c{visible(spec.description)}\u201d"))
             state, pin, before = self.state(spec)
-            if state == "changed" and before is not None:
-                since = (pin.since() if pin is not None else
-                         f"since this session first listed it at "
-                         f"{self._seen[(spec.server, spec.tool)][1]}")
-                old = f"approved {pin.date}" if pin is not None else "first listed"
-                trust.append((HIGH, "tool-changed",
-                              f"the description of {spec.label} changed {since}:\n"
-                              + diff(before, version, old)))
-                trust.append((HIGH, "destructive",
-                              f"until you approve its new description, {spec.label} is treated "
-                              "as destructive: it asks even after Run all or under auto-run"))
-            elif not spec.read_only and (pin is None or not pin.approved):
-                trust.append((MEDIUM, "new-tool",
-                              f"you have not approved {spec.label} before; the model reads its "
-                              f"description: \u201c{visible(spec.description)}\u201d"))
+            key = (spec.name, spec.fingerprint, state,
+                   (pin.sha256, pin.by, pin.pinned_at) if pin is not None else None)
+            trust = self._judged.get(key)
+            if trust is None:
+                trust = self._judged[key] = self._trust(spec, state, pin, before)
             spec.trust[:] = trust
+
+    def _trust(self, spec: ToolSpec, state: str, pin: Pin | None,
+               before: ToolVersion | None) -> list[tuple[str, str, str]]:
+        version = self._versions[spec.fingerprint]
+        trust = []
+        found = version.findings()
+        if found:
+            trust.append((HIGH, "tool-description",
+                          f"the description of {spec.label} that the model reads "
+                          f"{'; '.join(found)}: \u201c{visible(spec.description)}\u201d"))
+        if state == "changed" and before is not None:
+            since = (pin.since() if pin is not None else
+                     f"since this session first listed it at "
+                     f"{self._seen[(spec.server, spec.tool)][1]}")
+            old = f"approved {pin.date}" if pin is not None else "first listed"
+            trust.append((HIGH, "tool-changed",
+                          f"the description of {spec.label} changed {since}:\n"
+                          + diff(before, version, old)))
+            trust.append((HIGH, "destructive",
+                          f"until you approve its new description, {spec.label} is treated "
+                          "as destructive: it asks even after Run all or under auto-run"))
+        elif not spec.read_only and (pin is None or not pin.approved):
+            trust.append((MEDIUM, "new-tool",
+                          f"you have not approved {spec.label} before; the model reads its "
+                          f"description: \u201c{visible(spec.description)}\u201d"))
+        return trust
 
     def _trust_notices(self) -> list[str]:
         """Once per version: tools whose description looks poisoned or changed (the model

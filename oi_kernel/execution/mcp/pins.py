@@ -74,6 +74,8 @@ class PinStore:
         self._data: dict[str, Any] = {}
         self._stamp: tuple[float, int] | None = None
         self._checked = 0.0  # time.monotonic() of the last stat
+        self._parsed_from: dict[str, Any] | None = None
+        self._parsed: dict[tuple[str, str], Pin | None] = {}
         self.problems: list[str] = []  # said once by whoever shows notices
 
     # ------------------------------------------------------------ reading
@@ -116,7 +118,16 @@ class PinStore:
         return self._data
 
     def get(self, server: str, tool: str) -> Pin | None:
-        entry = (self._fresh().get("servers", {}).get(server, {}) or {}).get("tools", {}).get(tool)
+        data = self._fresh()
+        if self._parsed_from is not data:
+            self._parsed_from, self._parsed = data, {}
+        if (server, tool) not in self._parsed:
+            self._parsed[(server, tool)] = self._parse(data, server, tool)
+        return self._parsed[(server, tool)]
+
+    @staticmethod
+    def _parse(data: dict[str, Any], server: str, tool: str) -> Pin | None:
+        entry = ((data.get("servers", {}).get(server, {}) or {}).get("tools", {}) or {}).get(tool)
         if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
             return None
         return Pin(ToolVersion.from_json(entry), entry["sha256"],

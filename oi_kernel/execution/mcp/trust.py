@@ -17,6 +17,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 # TODO(merge): use oi_kernel.safety.visible (part 1 of issue 30) once it exists; this local
@@ -119,8 +120,8 @@ class ToolVersion:
         return {"title": self.title, "description": self.description, "schema": self.schema,
                 "annotations": self.annotations}
 
-    @property
-    def sha256(self) -> str:
+    @cached_property
+    def sha256(self) -> str:  # (a version is never changed once made)
         text = json.dumps(self.canonical(), sort_keys=True, ensure_ascii=False,
                           separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()
