@@ -294,3 +294,18 @@ def test_poisoned_description_is_flagged_high_and_told(llm_server, tmp_path, mon
     assert "\u200b" not in flag.reason
     notices = [c.text for c in chunks if type(c).__name__ == "NoticeChunk"]
     assert any("prices › weather" in n and "⟦U+200B" in n for n in notices)
+
+
+@pytest.mark.kernel
+def test_rug_pull_under_auto_run_asks_and_names_the_first_call(llm_server, tmp_path,
+                                                               monkeypatch, pins):
+    configure(tmp_path, monkeypatch, "--rug-pull")
+    asked: list[ApprovalRequest] = []
+    llm_server.enqueue(call("prices__add", {"a": 1, "b": 2}), call("prices__add", {"a": 2, "b": 2}),
+                       S.text("ok"))
+    with make(llm_server, tmp_path, approve=lambda r: asked.append(r) or True,
+              auto_run=True) as it:
+        list(it.chat("1 + 2, then 2 + 2"))
+    assert [r.tool for r in asked] == ["prices › add"]  # the first call ran unasked
+    assert "changed since it was first called (without asking) on 20" in reasons(asked[0])
+    assert json.loads(pins.read_text())["servers"]["prices"]["tools"]["add"]["by"] == "you"
