@@ -1,9 +1,13 @@
 """The configured MCP servers of one session, as a ``ToolProvider`` for the engine.
 
 Servers start in the background: ``start_soon`` (when the session warms up) and, at the
-latest, ``prepare`` before a turn's first request, which waits for them (each bounded by
-its connect timeout). A server that fails to start is reported once and left alone until
-``%mcp reload``; one that crashed is started again when it is next needed.
+latest, ``prepare`` before a turn's first request, which waits for them at most ``wait``
+seconds (2 s in a notebook; a server's connect timeout for scripts and ``%mcp``): the model
+gets the tools that are ready. A server that fails to start is reported once, with the end of
+its stderr, and left alone until ``%mcp reload``; one that crashed is started again when it is
+next needed. Each tool's description, schema and annotations are checked for text aimed at
+the model and compared with the version pinned for this user (``pins.py``); what was found
+is the spec's ``trust`` (flags on its cards) and a notice, once.
 """
 
 from __future__ import annotations
