@@ -239,14 +239,19 @@ def tool_fields(spec: ToolSpec | None) -> dict[str, Any]:
 
 
 def tool_flags(spec: ToolSpec | None) -> list[Flag]:
-    """What the card says about a tool call: its server's hints (which are only hints)."""
-    if spec is None or spec.kind == "meta" or spec.read_only:
+    """What the card says about a tool call: what its provider found about the tool's own
+    text (a poisoned description, a description changed since it was approved: high), then
+    its server's hints (which are only hints)."""
+    if spec is None or spec.kind == "meta":
         return []
+    found = [Flag(0, category, severity, reason) for severity, category, reason in spec.trust]
+    if spec.read_only:
+        return found
     if spec.destructive:
-        return [Flag(0, "destructive", HIGH, f"the server '{spec.server}' marks this tool "
-                     "destructive: it may delete or overwrite data")]
-    return [Flag(0, "tool", MEDIUM, f"the server '{spec.server}' does not mark this tool "
-                 "read-only: it may change things")]
+        return found + [Flag(0, "destructive", HIGH, f"the server '{spec.server}' marks this "
+                             "tool destructive: it may delete or overwrite data")]
+    return found + [Flag(0, "tool", MEDIUM, f"the server '{spec.server}' does not mark this "
+                         "tool read-only: it may change things")]
 
 
 def _with_changes(feedback: str, record: StepRecord) -> str:

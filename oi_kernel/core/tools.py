@@ -52,6 +52,15 @@ class Tools(Configurable):
     connect_timeout = Float(
         30.0, config=True,
         help="Seconds an MCP server may take to start and list its tools.")
+    ready_wait = Float(
+        2.0, config=True,
+        help="Seconds an instruction waits for MCP servers that are still starting; the "
+        "model gets the tools that are ready and a notice names the others.")
+    pin_file = Unicode(
+        "", config=True,
+        help="The file that keeps the MCP tool descriptions you approved (pins), shared by "
+        "your sessions. Default: mcp-pins.json in the Jupyter data directory's oi_kernel "
+        "folder. Env: OI_MCP_PINS.")
 
     @default("budget_fraction")
     def _budget_default(self) -> float:
@@ -72,6 +81,11 @@ class ToolSpec:
     read_only: bool = False
     destructive: bool = False
     tokens: int = 0
+    # What the provider found about the tool's own text: (severity, category, reason) for
+    # each risk flag its cards carry (a poisoned description, a description that changed
+    # since it was approved). Kept up to date by the provider, in place.
+    trust: list[tuple[str, str, str]] = field(default_factory=list)
+    fingerprint: str = ""  # the hash of the version shown (what approving it pins)
 
     @property
     def label(self) -> str:

@@ -44,10 +44,43 @@ def attach_mcp(session: Any, *, report: bool = True) -> Any:
     if not servers:
         return None
     from oi_kernel.execution.mcp.hub import McpTools  # only with servers: kernel start-up
+    from oi_kernel.execution.mcp.pins import PinStore, default_path
 
-    hub = McpTools(servers)
+    # A person in a notebook waits at most ready_wait for servers still starting; a script
+    # (the API, a headless run) wants the same tools every run: each server's own timeout.
+    interactive = getattr(session, "kind", "kernel") in ("kernel", "magic")
+    hub = McpTools(servers, PinStore(default_path(settings.pin_file)),
+                   wait=settings.ready_wait if interactive else settings.connect_timeout)
     session.engine.toolbox.providers.append(hub)
+    engine = session.engine
+    if not isinstance(engine.approver, PinOnApproval):
+        engine.approver = PinOnApproval(engine.approver, engine.toolbox)
     return hub
+
+
+class PinOnApproval:
+    """The session's approver, and: when a person approves a call of an MCP tool, that
+    tool's description and schema as the card showed them are pinned (``McpTools.approved``).
+    Calls that were not asked never reach it (they pin only a tool with no pin yet)."""
+
+    def __init__(self, inner: Any, toolbox: Any) -> None:
+        self.inner = inner
+        self.toolbox = toolbox
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def decide(self, request: Any) -> Any:
+        spec = self.toolbox.spec(request.block.tool) if request.block.tool else None
+        decision = await self.inner.decide(request)
+        if (spec is not None and spec.kind == "mcp" and decision.action == "run"
+                and decision.by not in ("auto", "replay", "policy")):
+            for provider in self.toolbox.providers:
+                approved = getattr(provider, "approved", None)
+                if approved is not None and spec.server in {
+                        s.name for s in getattr(provider, "servers", [])}:
+                    approved(spec)
+        return decision
 
 
 def _allowed_by_policy(session: Any, servers: list[Any], report: bool) -> list[Any]:
@@ -85,7 +118,7 @@ async def reload_mcp(session: Any) -> str:
         raise OIError(session.mcp_error)
     if hub is None:
         return describe_mcp(session)
-    notices = await hub.prepare()
+    notices = await hub.prepare(wait=max(s.connect_timeout for s in hub.servers))
     return describe_mcp(session) + ("\n\n" + "\n\n".join(notices) if notices else "")
 
 
@@ -111,7 +144,8 @@ async def show_mcp(session: Any) -> str:
     hub = mcp_provider(session)
     notices: list[str] = []
     if hub is not None and not sdk_missing():
-        notices = await hub.prepare()
+        # asked for by name: wait for each server up to its own connect timeout
+        notices = await hub.prepare(wait=max(s.connect_timeout for s in hub.servers))
         session.engine.toolbox.offer(session.engine.tool_budget_tokens())
     text = describe_mcp(session)
     return text + ("\n\n" + "\n\n".join(notices) if notices else "")

@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from typing import Any
 
 from oi_kernel.errors import OIError
@@ -86,6 +87,10 @@ class Connection:
         self._stop: asyncio.Event | None = None
         self._lock = asyncio.Lock()
         self._stderr_path = ""
+        self.stderr = ""  # the tail of its stderr when it last failed to start
+        self.listed_at = 0.0  # time.monotonic() of the last tools/list
+        self.attempt = 0  # how many times it was started (a notice is said once per attempt)
+        self._relisting: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------ start and stop
     async def start(self) -> None:
@@ -95,16 +100,20 @@ class Connection:
                 return
             await self._reap(cancel=True)
             spec = self.spec
+            self.attempt += 1
             if spec.command and not (shutil.which(spec.command) or (
                     os.sep in spec.command and os.access(spec.command, os.X_OK))):
                 self.state = "failed"
-                self.error = f"its command {spec.command!r} was not found"
-                raise ServerUnavailable(
-                    f"MCP server '{spec.name}' could not start: its command {spec.command!r} "
-                    "was not found (not on PATH). Install it, or fix \"command\" in "
-                    f"{spec.source or 'the MCP config'}.")
-            mcp = await asyncio.to_thread(load_sdk)
-            self.state, self.error = "starting", ""
+                self.error = (f"could not start: its command {spec.command!r} was not found "
+                              "(not on PATH). Install it, or fix \"command\" in "
+                              f"{spec.source or 'the MCP config'}.")
+                raise ServerUnavailable(f"MCP server '{spec.name}' {self.error}")
+            self.state, self.error, self.stderr = "starting", "", ""
+            try:
+                mcp = await asyncio.to_thread(load_sdk)
+            except Exception:
+                self.state = "failed"
+                raise
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[None] = loop.create_future()
             self._stop = asyncio.Event()
@@ -126,8 +135,8 @@ class Connection:
                 self._fail(f"failed to start: {why}")
 
     def _fail(self, why: str) -> None:
-        self.state, self.error = "failed", why
         tail = self.stderr_tail()
+        self.state, self.error, self.stderr = "failed", why, tail
         raise ServerUnavailable(f"MCP server '{self.spec.name}' {why}"
                                 + (f"\nIts last stderr lines:\n{tail}" if tail else ""))
 
@@ -159,20 +168,51 @@ class Connection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):  # e.g. a non-JSON line on stdout: not fatal
             log.warning("MCP server %s: %s", self.spec.name, describe(message)[:300])
+        elif getattr(message, "method", "") == "notifications/tools/list_changed":
+            # The server changed its tools: list them again (in a task of its own: the
+            # handler runs inside the SDK's reader and must not wait on a request).
+            if self._relisting is None or self._relisting.done():
+                self._relisting = asyncio.get_running_loop().create_task(self.relist())
+
+    async def _list(self, client: Any, cache_mode: str = "use") -> list[Any]:
+        tools: list[Any] = []
+        cursor = None
+        for _ in range(100):  # pages, bounded
+            page = await client.list_tools(cursor=cursor, cache_mode=cache_mode)
+            tools += page.tools
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        self.listed_at = time.monotonic()
+        return tools
+
+    async def relist(self, timeout: float = 2.0) -> None:
+        """List the tools again (after ``tools/list_changed``, or before an instruction);
+        a server that does not answer in time keeps the tools it had."""
+        client = self.client
+        if self.state != "ready" or client is None:
+            return
+        try:
+            tools = await asyncio.wait_for(self._list(client, "refresh"), timeout)
+        except Exception as exc:  # the next call finds out whether it is really gone
+            log.warning("MCP server %s: listing its tools again failed: %s", self.spec.name,
+                        describe(exc)[:300])
+            return
+        if self.client is client:
+            self.tools = tools
+
+    async def wait_relisted(self, timeout: float) -> None:
+        """Wait (bounded) for a listing that a ``tools/list_changed`` started."""
+        task = self._relisting
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=timeout)
 
     async def _own(self, mcp: Any, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         """The owner task: every SDK enter and exit happens here."""
         try:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(self._client(mcp, stack))
-                tools: list[Any] = []
-                cursor = None
-                for _ in range(100):  # pages, bounded
-                    page = await client.list_tools(cursor=cursor)
-                    tools += page.tools
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
+                tools = await self._list(client)
                 self.tools, self.client, self.state = tools, client, "ready"
                 ready.set_result(None)
                 await stop.wait()
