@@ -4,12 +4,16 @@ an empty script, no recorded requests and the default fallback."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 # Before anything imports litellm: never download the model cost map.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# MCP tool pins (the user's approvals of tool descriptions) never go to the real home: one
+# file for this run (kernels shared by a module), a fresh one for each test (below).
+os.environ.setdefault("OI_MCP_PINS", os.path.join(tempfile.mkdtemp(prefix="oi-pins-"), "pins.json"))
 
 from tests.llm_server import ScriptedLLMServer  # noqa: E402
 
@@ -48,3 +52,9 @@ def _server() -> Iterator[ScriptedLLMServer]:
     (a module may override it, e.g. to turn on request validation)."""
     with ScriptedLLMServer() as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _own_mcp_pins(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no pinned MCP tools (what it approves is pinned in its own file)."""
+    monkeypatch.setenv("OI_MCP_PINS", str(tmp_path_factory.mktemp("pins") / "pins.json"))
