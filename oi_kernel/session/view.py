@@ -124,6 +124,7 @@ class TurnView:
         self._reply: _ShownReply | None = None  # the last finished reply (live)
         self._reply_handle: asyncio.Handle | None = None  # its update, due this iteration
         self._settle_handle: asyncio.TimerHandle | None = None  # its update sent again
+        self._printed_blocks: list[str] = []  # code of blocks printed in the last reply (text)
         self.updates_sent = 0
 
     # ------------------------------------------------------------ streaming text
@@ -312,6 +313,7 @@ class TurnView:
             self._on_thinking(event.text)
         elif isinstance(event, E.ReplyDone):
             self._end_reply(event.reply.text, event.reply.reasoning)
+            self._note_printed_blocks(event.reply.text)
         elif isinstance(event, E.CodeProposed):
             self._proposed(event)
         elif isinstance(event, E.StepDone) and event.record.block.tool:
@@ -327,10 +329,27 @@ class TurnView:
             self.show_markdown(f"{icon} {event.text}", event.text)
         elif isinstance(event, E.TurnDone):
             self._end_reply()
+            self._printed_blocks = []
             self._finish_reply()
             footer = turn_footer(event.turn)
             if footer:
                 self.show_markdown(f"<sub>{footer}</sub>", footer)
+
+    def _note_printed_blocks(self, text: str | None) -> None:
+        """Text mode: the blocks the reply just printed shows in full (a step of one of
+        them then says "code above" instead of printing it again)."""
+        if self.live or not text:
+            self._printed_blocks = []
+            return
+        self._printed_blocks = [b.code.strip() for _, _, b in block_spans(text)]
+
+    def _printed_above(self, code: str) -> bool:
+        """Whether ``code`` was printed in the reply above (each printed block counts once)."""
+        code = code.strip()
+        if code in self._printed_blocks:
+            self._printed_blocks.remove(code)
+            return True
+        return False
 
     def _proposed(self, event: E.CodeProposed) -> None:
         req = event.request
@@ -341,12 +360,13 @@ class TurnView:
             bare = f" · 🔎 {RECOGNISED_NOTE}" if req.block.bare else ""
             plain_bare = f" ({RECOGNISED_NOTE})" if req.block.bare else ""
             what = f"🔧 tool {req.tool}" if req.tool else req.block.language
-            self.show_markdown(
-                f"**Step {req.step}** · {what}{auto}{bare}\n\n"
-                + code_markdown(req.block.language, req.block.code),
-                f"[step {req.step}: {req.tool or req.block.language}]{plain_bare}\n"
-                f"{req.block.code}",
-            )
+            head = f"**Step {req.step}** · {what}{auto}{bare}"
+            plain_head = f"[step {req.step}: {req.tool or req.block.language}]{plain_bare}"
+            if not req.tool and self._printed_above(req.block.code):
+                self.show_markdown(f"{head} · the code above", f"{plain_head} (the code above)")
+                return
+            self.show_markdown(f"{head}\n\n" + code_markdown(req.block.language, req.block.code),
+                               f"{plain_head}\n{req.block.code}")
 
 
 def turn_footer(turn: Turn) -> str:
