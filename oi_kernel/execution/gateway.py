@@ -180,7 +180,7 @@ class GatewayChildKernel(ChildKernel):
         km = manager()
         self.km = km
         try:
-            env = {"KERNEL_WORKING_DIR": self.cwd} if self.cwd else {}
+            env = self.start_env()
             await asyncio.wait_for(km.start_kernel(kernel_name=self.kernel_name, env=env),
                                    self.startup_timeout)
             self.kernel_id = km.kernel_id
@@ -197,12 +197,19 @@ class GatewayChildKernel(ChildKernel):
         self.log.info("child kernel %s started on the gateway %s as %s",
                       self.kernel_name, self.gateway_url, self.kernel_id)
 
+    def start_env(self) -> dict[str, str]:
+        """The ``env`` of the kernel start request (jupyter_server's client adds the
+        ``KERNEL_*`` variables of this process's environment; these take precedence)."""
+        env = {"KERNEL_WORKING_DIR": self.cwd} if self.cwd else {}
+        if self.gateway_username:
+            env["KERNEL_USERNAME"] = self.gateway_username
+        return env
+
     async def _start_hint(self, exc: BaseException) -> str:
         """How to fix a failed start, from what the gateway answered."""
         code = getattr(exc, "status_code", None) or getattr(exc, "code", None)
         if code in (401, 403):
-            return ("The gateway refused the token: set the right one with "
-                    "OI_CHILD_GATEWAY_TOKEN / c.ChildKernel.gateway_token.")
+            return refusal_hint(code, gateway_said(exc), self.gateway_username)
         if code in (404, 500):
             names = await self._kernelspec_names()
             if names and self.kernel_name not in names:
@@ -467,6 +474,33 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def gateway_said(exc: BaseException) -> str:
+    """The gateway's own words in a refused request: jupyter_server's ``gateway_request``
+    raises ``web.HTTPError(code, "Error from Gateway: [%s] %s. ...", message, reason)``."""
+    args = getattr(exc, "args", ())
+    if getattr(exc, "log_message", None) and args and isinstance(args[0], str):
+        return " ".join(args[0].split())
+    return " ".join(str(exc).split())
+
+
+_ABOUT_A_USER = ("KERNEL_USERNAME", "user", "not authorized", "unauthorized")
+
+
+def refusal_hint(code: int, said: str, username: str) -> str:
+    """What to do when the gateway answered 401/403: a token problem, or a user the gateway
+    does not start kernels for (Enterprise Gateway: authorized_users / unauthorized_users,
+    root refused by default), told apart by what the gateway said."""
+    quoted = f' It said: "{said[:300]}"' if said else ""
+    if code == 403 and any(word.lower() in said.lower() for word in _ABOUT_A_USER):
+        who = f"'{username}'" if username else "this user"
+        return (f"The gateway does not start kernels for the user {who}.{quoted} Set the user "
+                "it should start the kernel for with OI_CHILD_GATEWAY_USERNAME / "
+                "c.ChildKernel.gateway_username (sent as KERNEL_USERNAME), or ask the "
+                "gateway's administrator to authorize this user.")
+    return (f"The gateway refused the request ({code}).{quoted} If it needs a token, set the "
+            "right one with OI_CHILD_GATEWAY_TOKEN / c.ChildKernel.gateway_token.")
 
 
 def _reason(exc: BaseException) -> str:

@@ -62,6 +62,18 @@ class GatewayOptions(LoggingConfigurable):
     def _gateway_token_default(self) -> str:
         return os.environ.get("OI_CHILD_GATEWAY_TOKEN", "").strip()
 
+    gateway_username = Unicode(
+        config=True,
+        help="The user the gateway starts the child kernel for, sent as KERNEL_USERNAME in "
+        "the kernel start request (Enterprise Gateway refuses kernels for users it does not "
+        "authorize, root among them). Default: $KERNEL_USERNAME, else $JUPYTERHUB_USER, else "
+        "the user running this kernel. Env: OI_CHILD_GATEWAY_USERNAME.",
+    )
+
+    @default("gateway_username")
+    def _gateway_username_default(self) -> str:
+        return default_username()
+
     gateway_headers = Unicode(
         config=True,
         help="Extra HTTP headers for the gateway, as a JSON object of strings, e.g. "
@@ -140,6 +152,21 @@ class GatewayOptions(LoggingConfigurable):
         "that dies, or a lost connection, is noticed at once anyway; this finds one deleted "
         "or culled on the gateway, and a gateway that hangs).",
     )
+
+
+def default_username() -> str:
+    """The gateway user when none is configured: OI_CHILD_GATEWAY_USERNAME, KERNEL_USERNAME,
+    JUPYTERHUB_USER (on a hub, the hub's user), else the user running this process."""
+    for name in ("OI_CHILD_GATEWAY_USERNAME", "KERNEL_USERNAME", "JUPYTERHUB_USER"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no name for this uid (a container): let the gateway decide
+        return ""
 
 
 def url_problem(value: str) -> str:
