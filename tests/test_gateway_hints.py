@@ -9,8 +9,7 @@ import getpass
 import pytest
 from tornado import web
 
-from oi_kernel.execution.gateway import gateway_said, refusal_hint
-from oi_kernel.execution.gateway_options import default_username
+from oi_kernel.execution.gateway_options import default_username, gateway_said, refusal_hint
 
 pytestmark = pytest.mark.unit
 

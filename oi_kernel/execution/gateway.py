@@ -38,7 +38,7 @@ from typing import Any
 
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
-from oi_kernel.execution.gateway_options import GATEWAY_EXTRA_HINT
+from oi_kernel.execution.gateway_options import GATEWAY_EXTRA_HINT, gateway_said, refusal_hint
 from oi_kernel.execution.wire import parse_legacy_frame, parse_v1_frame
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
@@ -474,33 +474,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def gateway_said(exc: BaseException) -> str:
-    """The gateway's own words in a refused request: jupyter_server's ``gateway_request``
-    raises ``web.HTTPError(code, "Error from Gateway: [%s] %s. ...", message, reason)``."""
-    args = getattr(exc, "args", ())
-    if getattr(exc, "log_message", None) and args and isinstance(args[0], str):
-        return " ".join(args[0].split())
-    return " ".join(str(exc).split())
-
-
-_ABOUT_A_USER = ("KERNEL_USERNAME", "user", "not authorized", "unauthorized")
-
-
-def refusal_hint(code: int, said: str, username: str) -> str:
-    """What to do when the gateway answered 401/403: a token problem, or a user the gateway
-    does not start kernels for (Enterprise Gateway: authorized_users / unauthorized_users,
-    root refused by default), told apart by what the gateway said."""
-    quoted = f' It said: "{said[:300]}"' if said else ""
-    if code == 403 and any(word.lower() in said.lower() for word in _ABOUT_A_USER):
-        who = f"'{username}'" if username else "this user"
-        return (f"The gateway does not start kernels for the user {who}.{quoted} Set the user "
-                "it should start the kernel for with OI_CHILD_GATEWAY_USERNAME / "
-                "c.ChildKernel.gateway_username (sent as KERNEL_USERNAME), or ask the "
-                "gateway's administrator to authorize this user.")
-    return (f"The gateway refused the request ({code}).{quoted} If it needs a token, set the "
-            "right one with OI_CHILD_GATEWAY_TOKEN / c.ChildKernel.gateway_token.")
 
 
 def _reason(exc: BaseException) -> str:

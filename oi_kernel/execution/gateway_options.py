@@ -191,3 +191,30 @@ def headers_problem(value: str) -> str:
             isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
         return "must be a JSON object whose keys and values are strings."
     return ""
+
+
+def gateway_said(exc: BaseException) -> str:
+    """The gateway's own words in a refused request: jupyter_server's ``gateway_request``
+    raises ``web.HTTPError(code, "Error from Gateway: [%s] %s. ...", message, reason)``."""
+    args = getattr(exc, "args", ())
+    if getattr(exc, "log_message", None) and args and isinstance(args[0], str):
+        return " ".join(args[0].split())
+    return " ".join(str(exc).split())
+
+
+_ABOUT_A_USER = ("KERNEL_USERNAME", "user", "not authorized", "unauthorized")
+
+
+def refusal_hint(code: int, said: str, username: str) -> str:
+    """What to do when the gateway answered 401/403: a token problem, or a user the gateway
+    does not start kernels for (Enterprise Gateway: authorized_users / unauthorized_users,
+    root refused by default), told apart by what the gateway said."""
+    quoted = f' It said: "{said[:300]}"' if said else ""
+    if code == 403 and any(word.lower() in said.lower() for word in _ABOUT_A_USER):
+        who = f"'{username}'" if username else "this user"
+        return (f"The gateway does not start kernels for the user {who}.{quoted} Set the user "
+                "it should start the kernel for with OI_CHILD_GATEWAY_USERNAME / "
+                "c.ChildKernel.gateway_username (sent as KERNEL_USERNAME), or ask the "
+                "gateway's administrator to authorize this user.")
+    return (f"The gateway refused the request ({code}).{quoted} If it needs a token, set the "
+            "right one with OI_CHILD_GATEWAY_TOKEN / c.ChildKernel.gateway_token.")
