@@ -28,6 +28,7 @@ from oi_kernel.core import changes
 from oi_kernel.core import events as E
 from oi_kernel.core.codeblocks import block_spans, reply_text
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
+from oi_kernel.session.error_view import StepErrors
 
 Publish = Callable[[str, dict[str, Any]], None]
 DISPLAY_MODES = ("auto", "live", "text")
@@ -102,10 +103,13 @@ class TurnView:
     (a batch run: nbclient saves each stream message as an output of its own).
     ``shows_code``: show a block that needs approval (False when the approver shows it
     itself: the card, or the stdin prompt).
+    ``compact_errors``: show a step's error compactly (the executor held the child's own
+    error message back: ``ChildRunner.hold_errors``), in full when the turn ends on it.
     """
 
     def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True,
-                 live: bool = True, pieces: bool = True, settle_s: float = 0.5):
+                 live: bool = True, pieces: bool = True, settle_s: float = 0.5,
+                 compact_errors: bool = False):
         self.publish = publish
         self.coalesce_s = coalesce_s
         self.settle_s = settle_s
@@ -125,6 +129,7 @@ class TurnView:
         self._reply_handle: asyncio.Handle | None = None  # its update, due this iteration
         self._settle_handle: asyncio.TimerHandle | None = None  # its update sent again
         self._printed_blocks: list[str] = []  # code of blocks printed in the last reply (text)
+        self._errors = StepErrors(publish, live) if compact_errors else None
         self.updates_sent = 0
 
     # ------------------------------------------------------------ streaming text
@@ -323,6 +328,8 @@ class TurnView:
             if d is not None and d.by != "auto":
                 self.show_markdown(f"*Step {event.record.index}: {d.label}*")
         elif isinstance(event, E.StepDone):
+            if self._errors is not None:
+                self._errors.show(event.record)
             self._show_changes(event.record)
         elif isinstance(event, E.Notice):
             icon = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}[event.level]
@@ -330,6 +337,8 @@ class TurnView:
         elif isinstance(event, E.TurnDone):
             self._end_reply()
             self._printed_blocks = []
+            if self._errors is not None:
+                self._errors.finish(event.turn)
             self._finish_reply()
             footer = turn_footer(event.turn)
             if footer:
