@@ -222,6 +222,37 @@ def test_a_wrong_token_is_a_clear_error(gateway):
     assert "OI_CHILD_GATEWAY_TOKEN" in text
 
 
+def _kernel_username(gateway, **options) -> str:
+    """KERNEL_USERNAME as the kernel the gateway started sees it in os.environ."""
+    from oi_kernel.execution.placement import new_child_kernel
+
+    async def ask() -> str:
+        child = new_child_kernel(gateway_url=gateway.url, gateway_token=gateway.token, **options)
+        try:
+            await child.start_soon()
+            reply = await child.execute("", silent=True, user_expressions={
+                "u": "__import__('os').environ.get('KERNEL_USERNAME', '(unset)')"})
+            return reply["user_expressions"]["u"]["data"]["text/plain"].strip("'")
+        finally:
+            await child.shutdown()
+
+    return asyncio.run(ask())
+
+
+@pytest.mark.kernel
+def test_the_start_request_carries_kernel_username(gateway, monkeypatch):
+    """Issue 31: Enterprise Gateway starts kernels only for a user it authorizes, named by
+    KERNEL_USERNAME in the start request (Kernel Gateway passes KERNEL_* to the kernel)."""
+    import getpass
+
+    for name in ("OI_CHILD_GATEWAY_USERNAME", "KERNEL_USERNAME", "JUPYTERHUB_USER"):
+        monkeypatch.delenv(name, raising=False)
+    assert _kernel_username(gateway) == getpass.getuser()  # the OS user by default
+    monkeypatch.setenv("JUPYTERHUB_USER", "hub-ada")
+    assert _kernel_username(gateway) == "hub-ada"  # on a hub, the hub's user
+    assert _kernel_username(gateway, gateway_username="grace") == "grace"  # the setting wins
+
+
 def test_the_python_api_runs_on_the_gateway(gateway, llm_server, monkeypatch, tmp_path):
     from oi_kernel import Interpreter
 

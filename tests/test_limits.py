@@ -290,7 +290,8 @@ def test_memory_limit_stops_a_runaway_allocation_and_the_kernel_lives(_server, t
         result: CellResult = ks.execute("use all the memory", timeout=120)
         assert result.status == "ok"
         errors = [m["content"]["ename"] for m in result.of_type("error")]
-        assert errors == ["MemoryError", "MemoryError"]
+        assert errors == ["MemoryError"]  # the last, in full; the first compact
+        assert result.text.count("MemoryError") >= 2
         told = sent_tool_results(_server.requests[2])
         assert all("MemoryError" in t for t in told)
         alive = ks.execute("%%python\ndel chunks\nprint(kept)")

@@ -87,6 +87,51 @@ def test_parameters_and_auto_run_from_the_notebook(llm_server, tmp_path):
     assert "[step 1: python]\nprint(n * n)" in cell_text(cell)
 
 
+def square_in_a_fence(body: dict) -> S.Response:
+    last = body["messages"][-1]
+    if INSTRUCTION in str(last["content"]) and "25" not in str(last["content"]):
+        return S.text("Squaring n.\n```python\nprint(n * n)\n```\n")
+    return S.text("The square is 25.")
+
+
+@pytest.mark.kernel
+def test_each_fenced_proposal_appears_once(llm_server, tmp_path):
+    """Issue 31: the fenced reply printed the code, so the step does not print it again."""
+    llm_server.set_fallback(square_in_a_fence)
+    source = notebook(tmp_path / "in.ipynb", auto_run_cell=True)
+    done = papermill(llm_server, tmp_path, str(source), "out.ipynb", "-k", "open-interpreter",
+                     "-p", "n", "5")
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = cell_text(instruction_cell(nbformat.read(tmp_path / "out.ipynb", as_version=4)))
+    assert text.count("print(n * n)") == 1, text
+    assert "[step 1: python] (the code above)" in text and "25" in text
+
+
+def recovers_from_a_typo(body: dict) -> S.Response:
+    tools = [m for m in body["messages"] if m["role"] == "tool"]
+    if not tools:
+        return S.tool_call("print(m * m)")
+    if len(tools) == 1:
+        return S.tool_call("print(n * n)")
+    return S.text("The square is 25.")
+
+
+@pytest.mark.kernel
+def test_a_recovered_error_is_compact_and_does_not_fail_the_run(llm_server, tmp_path):
+    """Issue 31: the step's error is a compact display, not an error output (papermill
+    fails a run on any error output); the model fixed it."""
+    llm_server.set_fallback(recovers_from_a_typo)
+    source = notebook(tmp_path / "in.ipynb", auto_run_cell=True)
+    done = papermill(llm_server, tmp_path, str(source), "out.ipynb", "-k", "open-interpreter",
+                     "-p", "n", "5")
+    assert done.returncode == 0, done.stderr[-3000:]
+    cell = instruction_cell(nbformat.read(tmp_path / "out.ipynb", as_version=4))
+    assert [o for o in cell.outputs if o.output_type == "error"] == []
+    text = cell_text(cell)
+    assert "NameError: name 'm' is not defined" in text and "%last_error" in text
+    assert "The square is 25." in text
+
+
 def test_auto_run_from_the_policy(llm_server, tmp_path):
     llm_server.set_fallback(square_of_n)
     source = notebook(tmp_path / "in.ipynb", auto_run_cell=False)

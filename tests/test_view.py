@@ -193,10 +193,25 @@ def test_a_batch_run_gets_each_reply_whole():
 
 def test_text_display_without_a_prompt_shows_the_step():
     screen = Screen()
-    play(TurnView(screen, live=False, shows_code=True), [REPLY])
+    play(TurnView(screen, live=False, shows_code=True), ["Here it is."])
     plain = [c["data"]["text/plain"] for c in screen.of("display_data")]
     assert "[step 1: python]\nimport math\nprint(math.pi)" in plain
     assert "*Step 1: approved*" in [c["data"]["text/markdown"] for c in screen.of("display_data")]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("chunks", [pieces(REPLY, 3), [REPLY]])
+@pytest.mark.parametrize("in_pieces", [True, False])
+def test_text_display_shows_a_fenced_proposal_once(chunks, in_pieces):
+    """papermill / ``oi-kernel run`` (issue 31): the reply printed the block, so its step
+    names it instead of printing it a second time."""
+    screen = Screen()
+    play(TurnView(screen, live=False, shows_code=True, pieces=in_pieces), chunks,
+         needs_approval=False)
+    texts = [c["text"] for c in screen.of("stream")]
+    texts += [c["data"]["text/plain"] for c in screen.of("display_data")]
+    assert sum(t.count("print(math.pi)") for t in texts) == 1
+    assert "[step 1: python] (the code above)" in texts
 
 
 def test_live_display_folds_the_block_once_the_card_shows_it():

@@ -5,6 +5,7 @@ long text cut to its head and tail. Pure: stdlib only."""
 from __future__ import annotations
 
 import binascii
+import os
 import re
 import struct
 from html.parser import HTMLParser
@@ -188,6 +189,50 @@ def _bundle_text(data: dict[str, Any]) -> str:
 def _error_text(output: dict[str, Any]) -> str:
     traceback = strip_ansi("\n".join(output.get("traceback", [])))
     return f"{output.get('ename', 'Error')}: {output.get('evalue', '')}\n{traceback}".rstrip()
+
+
+_USER_FRAME = re.compile(r"^\s*(Cell In\s*\[|Input In\s*\[|File <ipython-input)")
+_FILE_FRAME = re.compile(r"^\s*File (.+?):\d+")
+_LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python", "<frozen", "\\lib\\")
+MAX_USER_FRAMES = 3
+MAX_FRAME_LINES = 12
+
+
+def _is_user_frame(entry: str) -> bool:
+    """A frame of the user's code: a notebook cell, or a file outside installed packages
+    and the standard library (``File pandas/_libs/...`` of a compiled module is not)."""
+    if _USER_FRAME.match(entry):
+        return True
+    found = _FILE_FRAME.match(entry)
+    if found is None:
+        return False
+    path = found.group(1)
+    return os.path.isabs(path) and not any(mark in path for mark in _LIBRARY_PATHS)
+
+
+def compact_error(output: dict[str, Any]) -> tuple[str, list[str], int]:
+    """An error output, compactly: (the error line, the user-code frames without ANSI
+    colours, how many other frames were left out). Library internals (pandas', IPython's)
+    are what is left out; the last ``MAX_USER_FRAMES`` user frames are kept."""
+    line = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": ")
+    frames, other = [], 0
+    for entry in output.get("traceback", []):
+        text = strip_ansi(str(entry)).rstrip("\n")
+        if _is_user_frame(text):
+            lines = [row for row in text.strip("\n").splitlines() if row.strip() != line]
+            if len(lines) > MAX_FRAME_LINES:
+                lines = [*lines[:2], "...", *lines[-(MAX_FRAME_LINES - 3):]]
+            frames.append("\n".join(lines))
+        elif _FILE_FRAME.match(text):
+            other += 1
+    other += max(0, len(frames) - MAX_USER_FRAMES)
+    return line, frames[-MAX_USER_FRAMES:], other
+
+
+def full_error_text(output: dict[str, Any]) -> str:
+    """The whole traceback as plain text (what the cell showed before)."""
+    traceback = strip_ansi("\n".join(output.get("traceback", []))).strip("\n")
+    return traceback or f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
 
 
 def outputs_to_text(

@@ -16,8 +16,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from traitlets import Bool, Float, Integer, Unicode
+from traitlets import Bool, Float, Integer, List, Unicode, default
 
+from oi_kernel.core import change_ignore
 from oi_kernel.core.changes import restore_message
 from oi_kernel.core.settings import EngineSettings
 from oi_kernel.core.types import Turn
@@ -70,10 +71,27 @@ class Rollback(EngineSettings):
         help="Where saved file contents are kept; empty: .oi_checkpoints/<session> in the "
         "working directory (inside the sandbox's writable workspace).")
 
+    change_ignore = List(
+        Unicode(), config=True,
+        help="Files and folders the change summaries and checkpoints leave out, in gitignore "
+        "syntax (e.g. ['*.tmp', 'scratch/', '!.config/']), besides tools' folders (.ipython, "
+        ".jupyter, .cache, .git, ...; see docs/rollback.md). Env: OI_CHANGE_IGNORE "
+        "(comma-separated).")
+
+    @default("change_ignore")
+    def _change_ignore_default(self) -> list[str]:
+        return change_ignore.env_patterns()
+
+    change_ignore_gitignore = Bool(
+        True, config=True,
+        help="Also leave out what the project's .gitignore ignores (the working directory's, "
+        "and the git repository root's).")
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.checkpoints: list[Checkpoint] = []
         self._store_id = uuid.uuid4().hex[:10]
+        self._ignore_told = False
 
     # ------------------------------------------------------------ probe calls
     def _probe_fn(self) -> Any:
@@ -87,9 +105,22 @@ class Rollback(EngineSettings):
             settings = {"scan_budget_s": self.scan_budget_ms / 1000,
                         "max_files": self.scan_max_files, "max_file_bytes": self.max_file_bytes,
                         "max_total_bytes": self.max_checkpoint_bytes,
-                        "ignore": self._not_scanned()}
+                        **self._ignore_settings()}
             return await probe(name, *args, settings=settings)
         return await probe(name, *args)
+
+    def _ignore_settings(self) -> dict[str, Any]:
+        """What the probe leaves out (``core.change_ignore``)."""
+        try:
+            cwd = self.executor.cwd  # type: ignore[attr-defined]
+        except Exception:
+            cwd = ""
+        settings, problem = change_ignore.probe_settings(
+            cwd, self.change_ignore, self.change_ignore_gitignore, self._not_scanned())
+        if problem and not self._ignore_told:
+            self._ignore_told = True
+            self.log.warning("%s", problem)
+        return settings
 
     def _not_scanned(self) -> list[str]:
         """The session log's folder: the session writes it, not the user's code."""

@@ -38,7 +38,7 @@ from typing import Any
 
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
-from oi_kernel.execution.gateway_options import GATEWAY_EXTRA_HINT
+from oi_kernel.execution.gateway_options import GATEWAY_EXTRA_HINT, gateway_said, refusal_hint
 from oi_kernel.execution.wire import parse_legacy_frame, parse_v1_frame
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
@@ -180,7 +180,7 @@ class GatewayChildKernel(ChildKernel):
         km = manager()
         self.km = km
         try:
-            env = {"KERNEL_WORKING_DIR": self.cwd} if self.cwd else {}
+            env = self.start_env()
             await asyncio.wait_for(km.start_kernel(kernel_name=self.kernel_name, env=env),
                                    self.startup_timeout)
             self.kernel_id = km.kernel_id
@@ -197,12 +197,19 @@ class GatewayChildKernel(ChildKernel):
         self.log.info("child kernel %s started on the gateway %s as %s",
                       self.kernel_name, self.gateway_url, self.kernel_id)
 
+    def start_env(self) -> dict[str, str]:
+        """The ``env`` of the kernel start request (jupyter_server's client adds the
+        ``KERNEL_*`` variables of this process's environment; these take precedence)."""
+        env = {"KERNEL_WORKING_DIR": self.cwd} if self.cwd else {}
+        if self.gateway_username:
+            env["KERNEL_USERNAME"] = self.gateway_username
+        return env
+
     async def _start_hint(self, exc: BaseException) -> str:
         """How to fix a failed start, from what the gateway answered."""
         code = getattr(exc, "status_code", None) or getattr(exc, "code", None)
         if code in (401, 403):
-            return ("The gateway refused the token: set the right one with "
-                    "OI_CHILD_GATEWAY_TOKEN / c.ChildKernel.gateway_token.")
+            return refusal_hint(code, gateway_said(exc), self.gateway_username)
         if code in (404, 500):
             names = await self._kernelspec_names()
             if names and self.kernel_name not in names:

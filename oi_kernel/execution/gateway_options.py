@@ -62,6 +62,18 @@ class GatewayOptions(LoggingConfigurable):
     def _gateway_token_default(self) -> str:
         return os.environ.get("OI_CHILD_GATEWAY_TOKEN", "").strip()
 
+    gateway_username = Unicode(
+        config=True,
+        help="The user the gateway starts the child kernel for, sent as KERNEL_USERNAME in "
+        "the kernel start request (Enterprise Gateway refuses kernels for users it does not "
+        "authorize, root among them). Default: $KERNEL_USERNAME, else $JUPYTERHUB_USER, else "
+        "the user running this kernel. Env: OI_CHILD_GATEWAY_USERNAME.",
+    )
+
+    @default("gateway_username")
+    def _gateway_username_default(self) -> str:
+        return default_username()
+
     gateway_headers = Unicode(
         config=True,
         help="Extra HTTP headers for the gateway, as a JSON object of strings, e.g. "
@@ -142,6 +154,21 @@ class GatewayOptions(LoggingConfigurable):
     )
 
 
+def default_username() -> str:
+    """The gateway user when none is configured: OI_CHILD_GATEWAY_USERNAME, KERNEL_USERNAME,
+    JUPYTERHUB_USER (on a hub, the hub's user), else the user running this process."""
+    for name in ("OI_CHILD_GATEWAY_USERNAME", "KERNEL_USERNAME", "JUPYTERHUB_USER"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no name for this uid (a container): let the gateway decide
+        return ""
+
+
 def url_problem(value: str) -> str:
     """Why ``value`` is not a gateway URL ("" when it is one, or empty)."""
     if not value:
@@ -164,3 +191,30 @@ def headers_problem(value: str) -> str:
             isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
         return "must be a JSON object whose keys and values are strings."
     return ""
+
+
+def gateway_said(exc: BaseException) -> str:
+    """The gateway's own words in a refused request: jupyter_server's ``gateway_request``
+    raises ``web.HTTPError(code, "Error from Gateway: [%s] %s. ...", message, reason)``."""
+    args = getattr(exc, "args", ())
+    if getattr(exc, "log_message", None) and args and isinstance(args[0], str):
+        return " ".join(args[0].split())
+    return " ".join(str(exc).split())
+
+
+_ABOUT_A_USER = ("KERNEL_USERNAME", "user", "not authorized", "unauthorized")
+
+
+def refusal_hint(code: int, said: str, username: str) -> str:
+    """What to do when the gateway answered 401/403: a token problem, or a user the gateway
+    does not start kernels for (Enterprise Gateway: authorized_users / unauthorized_users,
+    root refused by default), told apart by what the gateway said."""
+    quoted = f' It said: "{said[:300]}"' if said else ""
+    if code == 403 and any(word.lower() in said.lower() for word in _ABOUT_A_USER):
+        who = f"'{username}'" if username else "this user"
+        return (f"The gateway does not start kernels for the user {who}.{quoted} Set the user "
+                "it should start the kernel for with OI_CHILD_GATEWAY_USERNAME / "
+                "c.ChildKernel.gateway_username (sent as KERNEL_USERNAME), or ask the "
+                "gateway's administrator to authorize this user.")
+    return (f"The gateway refused the request ({code}).{quoted} If it needs a token, set the "
+            "right one with OI_CHILD_GATEWAY_TOKEN / c.ChildKernel.gateway_token.")

@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import types
 
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints", "node_modules",
                        ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-                       ".oi_checkpoints", ".cache"})
+                       ".oi_checkpoints", ".cache", ".ipython", ".jupyter", ".local", ".config",
+                       ".virtual_documents"})  # until the engine sends its list (skip_dirs)
+FRONTEND_SAVED = ".ipynb"  # the frontend saves open notebooks: their modifications are not listed
 HIDDEN_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 SHORT_TEXT = 40
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
@@ -45,6 +48,70 @@ class Settings:
     store = ""  # where pre-images and dumps go
     restore_timeout_s = 120.0
     ignore = ()  # absolute paths not scanned (e.g. the session log's folder)
+    skip_dirs = SKIP_DIRS  # folder names never scanned (tools' state)
+    skip_files = ()  # file names never listed (tools' history files)
+    rules = ()  # (regex, ignore, prefix): gitignore patterns compiled by the engine
+
+
+class _Ignore:
+    """The compiled form of ``Settings.skip_*`` and ``rules`` (see ``_compile_ignore``)."""
+
+    source = None
+    dirs = SKIP_DIRS
+    files = frozenset()
+    match = None  # match(relative path, is_dir) -> ignored, or None when there are no rules
+
+
+def _compile_ignore():
+    """Compile the settings once per change: names as sets; patterns as one regex per prefix
+    when none is negated (the common case), else in order, the last match deciding."""
+    source = (Settings.skip_dirs, Settings.skip_files, Settings.rules, Settings.ignore)
+    if source == _Ignore.source:
+        return
+    _Ignore.source = source
+    _Ignore.dirs = frozenset(Settings.skip_dirs)
+    _Ignore.files = frozenset(Settings.skip_files)
+    rules = [(re.compile(rx), bool(ignore), prefix) for rx, ignore, prefix in Settings.rules]
+    if not rules:
+        _Ignore.match = None
+    elif all(ignore for _, ignore, _ in rules):
+        by_prefix = {}
+        for rx, _, prefix in rules:
+            by_prefix.setdefault(prefix, []).append(rx.pattern)
+        combined = [(prefix, re.compile("|".join(f"(?:{p})" for p in pats)))
+                    for prefix, pats in by_prefix.items()]
+
+        def match(rel, is_dir):
+            path = rel + "/" if is_dir else rel
+            return any(rx.match(prefix + path) for prefix, rx in combined)
+        _Ignore.match = match
+    else:
+        def match(rel, is_dir):
+            path = rel + "/" if is_dir else rel
+            verdict = False
+            for rx, ignore, prefix in rules:
+                if rx.match(prefix + path):
+                    verdict = ignore
+            return verdict
+        _Ignore.match = match
+
+
+def ignored(rel, is_dir=False):
+    """Whether a path relative to the working directory is left out (tools' files, the
+    user's patterns); a folder's contents are left out with it."""
+    _compile_ignore()
+    parts = rel.replace(os.sep, "/").split("/")
+    if any(part in _Ignore.dirs for part in (parts if is_dir else parts[:-1])):
+        return True
+    if not is_dir and (parts[-1] in _Ignore.files or parts[-1].startswith(".~")):
+        return True
+    match = _Ignore.match
+    if match is None:
+        return False
+    for i in range(1, len(parts)):  # a folder ignored by a pattern takes its contents along
+        if match("/".join(parts[:i]), True):
+            return True
+    return match("/".join(parts), is_dir)
 
 
 # ----------------------------------------------------------------------------- variables
@@ -158,7 +225,10 @@ def scan(root, budget_s=None, max_files=None, listed=None):
     budget_s = Settings.scan_budget_s if budget_s is None else budget_s
     max_files = Settings.max_files if max_files is None else max_files
     deadline = time.perf_counter() + budget_s
+    _compile_ignore()
     ignore = frozenset(Settings.ignore)
+    skip_dirs, skip_files, match = _Ignore.dirs, _Ignore.files, _Ignore.match
+    slash = os.sep != "/"
     cut = len(os.path.join(root, ""))  # entry.path[cut:] is the path relative to root
     found = {}
     stack = [root]
@@ -176,11 +246,21 @@ def scan(root, budget_s=None, max_files=None, listed=None):
                     continue
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS:
-                            stack.append(entry.path)
+                        if entry.name in skip_dirs or (match is not None and match(
+                                entry.path[cut:].replace(os.sep, "/") if slash
+                                else entry.path[cut:], True)):
+                            continue  # pruned: never listed
+                        stack.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
+                        name = entry.name
+                        if name in skip_files or name[:2] == ".~":
+                            continue
+                        rel = entry.path[cut:]
+                        if match is not None and match(rel.replace(os.sep, "/") if slash
+                                                       else rel, False):
+                            continue
                         st = entry.stat(follow_symlinks=False)
-                        found[entry.path[cut:]] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                        found[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
                 except OSError:
                     continue
         if listed is not None:
@@ -194,7 +274,7 @@ def diff_files(before, after):
         old = before.get(path)
         if old is None:
             changes.append({"path": path, "change": "created", "size": st[0]})
-        elif old != st:
+        elif old != st and not path.endswith(FRONTEND_SAVED):
             changes.append({"path": path, "change": "modified", "size": st[0],
                             "before_size": old[0]})
     changes += [{"path": p, "change": "deleted", "before_size": st[0]}
@@ -225,7 +305,8 @@ def begin(language="python"):
     cp = _State.current
     if cp is not None and language != "python":  # the audit hook cannot see a shell
         for rel in _State.before_files:
-            cp.save_preimage(os.path.join(_State.root, rel))
+            if not rel.endswith(FRONTEND_SAVED):  # the frontend's, not the step's
+                cp.save_preimage(os.path.join(_State.root, rel))
     return {"ok": True}
 
 
@@ -259,7 +340,9 @@ def end():
 def configure(**settings):
     for name, value in settings.items():
         if hasattr(Settings, name):
-            setattr(Settings, name, tuple(value) if isinstance(value, list) else value)
+            if isinstance(value, list):
+                value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            setattr(Settings, name, value)
     return {"ok": True}
 
 

@@ -81,12 +81,16 @@ class Checkpoint:
             return
         if not path.startswith(self.root + os.sep) or _ours(path):
             return
+        if ignored(path[len(self.root) + 1:], os.path.isdir(path)):
+            return  # tools' files: never saved, never restored (as in the change summary)
         if not os.path.lexists(path):
             self.preimages[path] = None
             return
+        if path.endswith(FRONTEND_SAVED):  # the frontend saves it too: never put an old one back
+            return
         if os.path.isdir(path) and not os.path.islink(path):
             for top, dirs, files in os.walk(path):
-                dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+                dirs[:] = [d for d in dirs if d not in _Ignore.dirs]
                 for name in files:
                     self.save_preimage(os.path.join(top, name))
             return
@@ -217,7 +221,7 @@ class Checkpoint:
                 f"{os.path.relpath(path, root)} ({size:,} bytes: over the size budget)")
         for rel, st in sorted(self.files.items()):  # changed with no pre-image (a shell step)
             path = os.path.join(root, rel)
-            if path in self.preimages or path in self.too_big:
+            if path in self.preimages or path in self.too_big or rel.endswith(FRONTEND_SAVED):
                 continue
             cur = now.get(rel)
             if cur is None and complete:

@@ -65,6 +65,10 @@ class ChildRunner:
         self.request = request or (lambda: (None, False))
         self.last_payload: list[dict[str, Any]] = []  # of the latest execute_reply
         self._collectors: dict[str, OutputCollector] = {}
+        # the front door shows a step's error itself (compactly): ``run`` holds the child's
+        # error message back from ``forward`` (it is still collected)
+        self.hold_errors = False
+        self._holding: set[str] = set()
         self._lost = False  # a stuck run made us shut the child down: say so on the next run
         child.on_iopub = self._on_iopub
 
@@ -104,9 +108,18 @@ class ChildRunner:
         """The ``Executor`` seam: run one approved block (other languages via cell magics)."""
         source = as_ipython_cell(block.language, block.code)
         msg_id, allow_stdin = self.request()
-        return await self.run_code(
-            source, msg_id=msg_id, allow_stdin=allow_stdin, timeout=self.timeout
-        )
+        if not self.hold_errors:
+            return await self.run_code(
+                source, msg_id=msg_id, allow_stdin=allow_stdin, timeout=self.timeout
+            )
+        msg_id = msg_id or f"oi-run-{uuid.uuid4().hex}"
+        self._holding.add(msg_id)
+        try:
+            return await self.run_code(
+                source, msg_id=msg_id, allow_stdin=allow_stdin, timeout=self.timeout
+            )
+        finally:
+            self._holding.discard(msg_id)
 
     @property
     def ready(self) -> bool:
@@ -217,12 +230,14 @@ class ChildRunner:
         """Forward first, then collect: output content arrives packed (see
         ``wire.PACKED_TYPES``) and is relayed as it came; the collector decodes it
         when it is read."""
+        msg_type = msg["header"]["msg_type"]
+        parent_id = msg["parent_header"].get("msg_id") or ""
         try:
-            if self.forward is not None:
+            if self.forward is not None and not (
+                    msg_type == "error" and parent_id in self._holding):
                 self.forward(msg)
         finally:
-            msg_type = msg["header"]["msg_type"]
-            collector = self._collectors.get(msg["parent_header"].get("msg_id") or "")
+            collector = self._collectors.get(parent_id)
             if collector is not None and msg_type in OUTPUT_TYPES:
                 content = msg["content"]
                 if isinstance(content, dict):

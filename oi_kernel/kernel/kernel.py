@@ -29,6 +29,7 @@ from oi_kernel.kernel import cells
 from oi_kernel.kernel.child_proxy import COMM_TYPES, ChildProxy
 from oi_kernel.kernel.direct import LOG_DELAY_S, DirectCells
 from oi_kernel.session import commands, stdin
+from oi_kernel.session import last_error as _last_error  # noqa: F401 (registers %last_error)
 from oi_kernel.session.assembly import build_session, kernel_kind
 from oi_kernel.session.frontend_comm import FrontendComms
 from oi_kernel.session.status import status_fields
@@ -129,6 +130,7 @@ class OIKernel(DirectCells, Kernel):
                                 self.comm_manager, lambda: self._parent_msg,
                                 lambda: self.execution_count, self._on_widget_frontend)
         self.oi.runner.forward = self.proxy.on_iopub
+        self.oi.runner.hold_errors = True  # the view shows a step's error (compact first)
         self.child.on_input = self._on_child_input
         self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path,
                                       details=lambda: status_fields(self.oi), child=self.child)
@@ -330,7 +332,7 @@ class OIKernel(DirectCells, Kernel):
         # The card, or the stdin prompt, shows a block that needs approval.
         view = TurnView(self.publish, shows_code=not (widgets or self._allow_stdin),
                         live=live_display(self.oi.display, self._widget_frontend or widgets),
-                        pieces=self._allow_stdin)
+                        pieces=self._allow_stdin, compact_errors=True)
         cell_id = self._parent_msg.get("metadata", {}).get("cellId")
         return self.frontend.watch(view, cell_id)
 

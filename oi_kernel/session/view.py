@@ -28,6 +28,7 @@ from oi_kernel.core import changes
 from oi_kernel.core import events as E
 from oi_kernel.core.codeblocks import block_spans, reply_text
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
+from oi_kernel.session.error_view import StepErrors
 
 Publish = Callable[[str, dict[str, Any]], None]
 DISPLAY_MODES = ("auto", "live", "text")
@@ -102,10 +103,13 @@ class TurnView:
     (a batch run: nbclient saves each stream message as an output of its own).
     ``shows_code``: show a block that needs approval (False when the approver shows it
     itself: the card, or the stdin prompt).
+    ``compact_errors``: show a step's error compactly (the executor held the child's own
+    error message back: ``ChildRunner.hold_errors``), in full when the turn ends on it.
     """
 
     def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True,
-                 live: bool = True, pieces: bool = True, settle_s: float = 0.5):
+                 live: bool = True, pieces: bool = True, settle_s: float = 0.5,
+                 compact_errors: bool = False):
         self.publish = publish
         self.coalesce_s = coalesce_s
         self.settle_s = settle_s
@@ -124,6 +128,8 @@ class TurnView:
         self._reply: _ShownReply | None = None  # the last finished reply (live)
         self._reply_handle: asyncio.Handle | None = None  # its update, due this iteration
         self._settle_handle: asyncio.TimerHandle | None = None  # its update sent again
+        self._printed_blocks: list[str] = []  # code of blocks printed in the last reply (text)
+        self._errors = StepErrors(publish, live) if compact_errors else None
         self.updates_sent = 0
 
     # ------------------------------------------------------------ streaming text
@@ -312,6 +318,7 @@ class TurnView:
             self._on_thinking(event.text)
         elif isinstance(event, E.ReplyDone):
             self._end_reply(event.reply.text, event.reply.reasoning)
+            self._note_printed_blocks(event.reply.text)
         elif isinstance(event, E.CodeProposed):
             self._proposed(event)
         elif isinstance(event, E.StepDone) and event.record.block.tool:
@@ -321,16 +328,37 @@ class TurnView:
             if d is not None and d.by != "auto":
                 self.show_markdown(f"*Step {event.record.index}: {d.label}*")
         elif isinstance(event, E.StepDone):
+            if self._errors is not None:
+                self._errors.show(event.record)
             self._show_changes(event.record)
         elif isinstance(event, E.Notice):
             icon = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}[event.level]
             self.show_markdown(f"{icon} {event.text}", event.text)
         elif isinstance(event, E.TurnDone):
             self._end_reply()
+            self._printed_blocks = []
+            if self._errors is not None:
+                self._errors.finish(event.turn)
             self._finish_reply()
             footer = turn_footer(event.turn)
             if footer:
                 self.show_markdown(f"<sub>{footer}</sub>", footer)
+
+    def _note_printed_blocks(self, text: str | None) -> None:
+        """Text mode: the blocks the reply just printed shows in full (a step of one of
+        them then says "code above" instead of printing it again)."""
+        if self.live or not text:
+            self._printed_blocks = []
+            return
+        self._printed_blocks = [b.code.strip() for _, _, b in block_spans(text)]
+
+    def _printed_above(self, code: str) -> bool:
+        """Whether ``code`` was printed in the reply above (each printed block counts once)."""
+        code = code.strip()
+        if code in self._printed_blocks:
+            self._printed_blocks.remove(code)
+            return True
+        return False
 
     def _proposed(self, event: E.CodeProposed) -> None:
         req = event.request
@@ -341,12 +369,13 @@ class TurnView:
             bare = f" · 🔎 {RECOGNISED_NOTE}" if req.block.bare else ""
             plain_bare = f" ({RECOGNISED_NOTE})" if req.block.bare else ""
             what = f"🔧 tool {req.tool}" if req.tool else req.block.language
-            self.show_markdown(
-                f"**Step {req.step}** · {what}{auto}{bare}\n\n"
-                + code_markdown(req.block.language, req.block.code),
-                f"[step {req.step}: {req.tool or req.block.language}]{plain_bare}\n"
-                f"{req.block.code}",
-            )
+            head = f"**Step {req.step}** · {what}{auto}{bare}"
+            plain_head = f"[step {req.step}: {req.tool or req.block.language}]{plain_bare}"
+            if not req.tool and self._printed_above(req.block.code):
+                self.show_markdown(f"{head} · the code above", f"{plain_head} (the code above)")
+                return
+            self.show_markdown(f"{head}\n\n" + code_markdown(req.block.language, req.block.code),
+                               f"{plain_head}\n{req.block.code}")
 
 
 def turn_footer(turn: Turn) -> str:
