@@ -117,9 +117,10 @@ class StepRunner(Rollback):
         emit(CodeProposed(request, asks))
         if followed and not asks and not turn.untrusted_noticed:
             turn.untrusted_noticed = True
-            emit(Notice(f"Step {record.index} {untrusted_flag(followed).reason} and runs "
-                        "without asking: text from outside your instruction may be steering "
-                        "the model (`%approval risky` asks about such steps).", "warning"))
+            why = ("`%approval risky` asks about such steps" if self.auto_run
+                   else "you chose Run all")
+            emit(Notice(f"Step {record.index} {untrusted_note(followed)} (text from outside "
+                        f"your instruction) and runs without asking ({why}).", "warning"))
         decision = await self._decide(request, run_all)
         record.decision = decision
         ran = decision.action == "run"
@@ -216,6 +217,8 @@ class StepRunner(Rollback):
         if block.tool:
             found = [Source("tool", spec.label if spec else block.tool)] if (
                 block.tool != FIND and text.strip()) else []
+        elif result.status == "died":  # the namespace is gone, and with it what it held
+            found, self.taint = [], {}
         else:
             found, self.taint = code_sources(block.language, block.code, self.taint)
             if UNREADABLE in found and _did_not_parse(result):
@@ -300,14 +303,18 @@ def tool_flags(spec: ToolSpec | None) -> list[Flag]:
                  "read-only: it may change things")]
 
 
-def untrusted_flag(followed: list[dict[str, Any]]) -> Flag:
-    """The flag of a step proposed after outside text entered the instruction, naming it:
-    "follows the text of notes.txt read in step 1"."""
+def untrusted_note(followed: list[dict[str, Any]]) -> str:
+    """"follows the text of notes.txt read in step 1" (up to three sources)."""
     parts = list(dict.fromkeys(f"{u['phrase']} {u['verb']} in step {u['step']}"
                                for u in followed))
-    shown = "; ".join(parts[:3]) + (f" (and {len(parts) - 3} more)" if len(parts) > 3 else "")
-    return Flag(0, UNTRUSTED, MEDIUM, f"follows {shown}: content from outside your "
-                "instruction, which may carry instructions of its own")
+    return "follows " + "; ".join(parts[:3]) + (
+        f" (and {len(parts) - 3} more)" if len(parts) > 3 else "")
+
+
+def untrusted_flag(followed: list[dict[str, Any]]) -> Flag:
+    """The flag of a step proposed after outside text entered the instruction, naming it."""
+    return Flag(0, UNTRUSTED, MEDIUM, f"{untrusted_note(followed)}: content from outside "
+                "your instruction, which may carry instructions of its own")
 
 
 def _did_not_parse(result: ExecResult) -> bool:

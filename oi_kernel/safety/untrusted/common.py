@@ -40,7 +40,8 @@ class Source:
             "program": f"the output of {label if not self.name else '`' + label + '`'}",
             "tool": f"the result of the MCP tool {label}",
             "clipboard": "the text of the clipboard",
-            "database": f"the rows of the database {label}",
+            "database": f"the rows of the database {label}" if self.name
+            else "the rows of a database",
             "code": f"the output of {label}",
         }.get(self.kind, f"the text of {label}")
 
