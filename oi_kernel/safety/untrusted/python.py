@@ -89,7 +89,8 @@ class _Python:
         return unique(self.found)
 
     def statement(self, node: ast.stmt) -> None:
-        for sub in ast.walk(node):  # `with open(...) as f`: reading f is that open() again
+        nodes = list(ast.walk(node))
+        for sub in nodes:  # `with open(...) as f`: reading f is that open() again
             if isinstance(sub, ast.withitem) and isinstance(sub.optional_vars, ast.Name) \
                     and isinstance(sub.context_expr, ast.Call):
                 self.handles.add(sub.optional_vars.id)
@@ -97,16 +98,16 @@ class _Python:
                     _dotted(sub.value.func)[-1:] == ["open"]:
                 self.handles.update(t.id for t in sub.targets if isinstance(t, ast.Name))
         sources: list[Source] = []
-        for sub in ast.walk(node):
+        for sub in nodes:
             if isinstance(sub, ast.Call):
                 sources += self.call(sub)
             elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
                 sources += self.taint.get(sub.id, ())
         sources = unique(sources)
         self.found += sources
-        self.remember(node, sources)
+        self.remember(node, nodes, sources)
 
-    def remember(self, node: ast.stmt, sources: list[Source]) -> None:
+    def remember(self, node: ast.stmt, nodes: list[ast.AST], sources: list[Source]) -> None:
         """Names this statement binds now carry its sources (or none, when it has none);
         imports and clients (``s = requests.Session()``) are remembered by module."""
         if isinstance(node, ast.Import):
@@ -121,7 +122,7 @@ class _Python:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
                 node.targets[0], ast.Name) and (text := self.literal(node.value)):
             self.consts[node.targets[0].id] = text
-        names, parts = _bound(node)
+        names, parts = _bound(node, nodes)
         for name in names:
             if sources:
                 self.taint[name] = tuple(sources)
@@ -225,14 +226,14 @@ def _writes(node: ast.Call, mode_at: int = 1) -> bool:
     return bool(set(mode.value) & set("wax")) and "+" not in mode.value
 
 
-def _bound(node: ast.stmt) -> tuple[list[str], list[str]]:
+def _bound(node: ast.stmt, nodes: list[ast.AST]) -> tuple[list[str], list[str]]:
     """The names a top-level statement binds (assignments, with-as, for, def, import), and
     those it only changes a part of (``cache["x"] = ...``, ``obj.text = ...``)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [node.name], []
     names: list[str] = []
     parts: list[str] = []
-    for sub in ast.walk(node):
+    for sub in nodes:
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
             names.append(sub.id)
         elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, ast.Store) \
