@@ -106,6 +106,16 @@ def test_control_output_from_nothing_outside_runs_unasked(oi, _server):
     assert "untrusted" not in logged(oi.tmp, "code_proposed")[-1]
 
 
+def test_only_steps_written_after_reading_it_ask(oi, _server):
+    """A block of the same reply was written before the model read the file: it runs unasked
+    under risky; the next reply's block asks."""
+    _server.enqueue(S.tool_calls([(READ, "python"), ("x = 1\nprint('same reply')", "python")]),
+                    S.tool_call("y = 2"), S.text("Done."))
+    result = oi.execute("read and set", stdin=["n"], timeout=90)
+    assert "same reply" in result.stdout
+    assert len(result.prompts) == 1 and "y = 2" in result.prompts[0], result.prompts
+
+
 def test_a_variable_read_earlier_and_printed_later_counts(oi, _server):
     _server.enqueue(S.tool_call("data = open('notes.txt').read()"),
                     S.tool_call("print(data)"), S.tool_call("x = 1"), S.text("Done."))
@@ -158,6 +168,8 @@ def test_policy_asks_after_run_all_too(policed, _server):
     result = policed.execute("summarise notes.txt", stdin=["a", "n", "n"], timeout=90)
     assert [("x = 1" in p, "x = 2" in p) for p in result.prompts] == [
         (False, False), (True, False), (False, True)], result.prompts
+    note = "follows the text of notes.txt read in step 1"
+    assert [note in p for p in result.prompts] == [False, True, True]
     status = policed.execute("%status").text
     assert "steps that follow content from outside" in status
 
