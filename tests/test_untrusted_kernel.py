@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 from oi_kernel.api import Interpreter
@@ -19,6 +20,7 @@ from oi_kernel.record.session_log import read_log
 from tests import llm_server as S
 from tests.env import TEST_KEY, oi_env
 from tests.kernel_client import KernelSession
+from tests.test_notebooks import bare_env, cell_text, cli  # noqa: F401 (bare_env: a fixture)
 
 pytestmark = pytest.mark.kernel
 
@@ -230,3 +232,21 @@ def test_the_api_asks_too(llm_server, tmp_path):
     assert [r.block.code for r in asked] == ["x = 1"]
     [flag] = [f for f in asked[0].flags if f.category == "untrusted-content"]
     assert flag.reason.startswith("follows the text of notes.txt read in step 1")
+
+
+@pytest.mark.usefixtures("bare_env")
+def test_a_headless_run_refuses_the_step(llm_server, tmp_path):
+    """``oi-kernel run --approval risky``: no one can be asked, so the step that follows the
+    file's text is refused like any flagged block (the harmless one before it ran)."""
+    (tmp_path / "notes.txt").write_text(INJECTION)
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("Summarise notes.txt.")],
+        metadata={"kernelspec": {"name": "open-interpreter", "display_name": "Open Interpreter"}})
+    nbformat.write(nb, tmp_path / "notes.ipynb")
+    llm_server.enqueue(S.tool_call(READ), S.tool_call("print('obeyed' + '-marker')"))
+    done = cli("run", "notes.ipynb", "--approval", "risky", env=oi_env(llm_server, tmp_path),
+               cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    shown = cell_text(nbformat.read(tmp_path / "notes-run.ipynb", as_version=4).cells[0])
+    assert "IMPORTANT SYSTEM NOTICE" in shown and "approval" in shown
+    assert "obeyed-marker" not in shown + done.stdout
