@@ -44,6 +44,10 @@ SOURCES = [
     ("python", "import requests as rq\ns = rq.Session()\nprint(s.get(u).text)",
      ["an address that is computed (`u`)"]),
     ("python", "print(pd.read_csv('https://a/b.csv'))", ["https://a/b.csv"]),
+    ("python", "import seaborn as sns\nprint(sns.load_dataset('tips').head())",
+     ["sns.load_dataset('tips')"]),
+    ("python", "from sklearn.datasets import fetch_openml\nprint(fetch_openml('mnist_784'))",
+     ["fetch_openml('mnist_784')"]),
     # Python: programs, IPython syntax
     ("python", "import subprocess\nprint(subprocess.check_output(['cat', 'n.txt']))",
      ["n.txt"]),

@@ -193,6 +193,11 @@ class _Python:
             return [s if s.kind != "file" else Source("url", "", f"`{s.name}`") for s in named]
         if attr in _FILE_READERS:
             return self.named(first)
+        if attr == "load_dataset" or attr.startswith(("fetch_", "download")):
+            shown = ".".join(names) or attr  # sns.load_dataset, sklearn's fetch_openml...
+            what = self.literal(first)
+            return [Source("url", f"{shown}({what!r})") if what
+                    else Source("url", "", f"`{shown}(...)`")]
         if attr in ("read_clipboard", "paste") and root in ("pd", "pandas", "pyperclip"):
             return [Source("clipboard", "the clipboard")]
         if attr in ("connect", "create_engine") and root in ("sqlite3", "sqlalchemy",
