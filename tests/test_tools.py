@@ -6,6 +6,7 @@ offered with %tool. Plus the pure parts (names, config) as tables."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -46,8 +47,17 @@ def call(name: str, args: dict, call_id: str | None = None) -> S.Response:
     return S.tool_calls([S.Call(json.dumps(args), name, call_id)])
 
 
+# a tool's result reaches the model framed as untrusted data (docs/security.md)
+FRAMED = re.compile(r"\[Untrusted content: [^\n]*\]\n<<<(untrusted-\w+)\n(.*)\n\1>>>", re.S)
+
+
+def unframed(text: str) -> str:
+    """``text`` with the untrusted-content frame around a tool's result taken off."""
+    return FRAMED.sub(lambda m: m[2], text)
+
+
 def tool_messages(body: dict) -> list[str]:
-    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    return [unframed(m["content"]) for m in body["messages"] if m["role"] == "tool"]
 
 
 def offered(body: dict) -> list[str]:
@@ -100,6 +110,8 @@ def test_policies_edit_skip_and_errors(llm_server, tmp_path, prices_config):
 
     def approve(request: ApprovalRequest):
         asked.append(request.tool)
+        if request.tool.endswith("lookup_price"):
+            return True
         if request.tool.endswith("delete_item"):
             return Decision("skip", reason="keep it")
         return '{"item": "pear"}'  # an edit of the JSON arguments
@@ -120,7 +132,8 @@ def test_policies_edit_skip_and_errors(llm_server, tmp_path, prices_config):
     assert results[2].startswith("The user declined") and "keep it" in results[2]
     assert results[3].startswith("The tool call failed:") and "unknown item 'kiwi'" in results[3]
     assert 'no tool named "prices__nope"' in results[4]
-    assert asked == ["prices › add", "prices › delete_item"]
+    # the kiwi lookup asks too: it follows the result of the first lookup (outside content)
+    assert asked == ["prices › add", "prices › delete_item", "prices › lookup_price"]
 
 
 def test_destructive_asks_even_when_auto_run(llm_server, tmp_path, prices_config):
@@ -350,7 +363,8 @@ def test_markdown_mode_fenced_tool_block(llm_server, tmp_path, prices_config):
     assert "tools" not in first or not first["tools"]
     system = first["messages"][0]["content"]
     assert "```tool" in system and "- prices__lookup_price(item): Look up the price" in system
-    assert second["messages"][-1] == {"role": "user", "content": "pear: 2.5 EUR"}
+    assert second["messages"][-1]["role"] == "user"
+    assert unframed(second["messages"][-1]["content"]) == "pear: 2.5 EUR"
     assert "there is no tool named 'nope'" in third["messages"][-1]["content"]
 
 

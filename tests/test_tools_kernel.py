@@ -46,8 +46,9 @@ def test_tool_call_approved_on_stdin_shows_result(tk, _server):
     assert "tool prices › lookup_price · runs on its MCP server" in result.prompts[0]
     assert '"item": "apple"' in result.prompts[0]
     assert "apple: 1.25 EUR" in result.text
-    assert [m["content"] for m in _server.requests[1]["messages"]
-            if m["role"] == "tool"] == ["apple: 1.25 EUR"]
+    [told] = [m["content"] for m in _server.requests[1]["messages"] if m["role"] == "tool"]
+    assert told.startswith("[Untrusted content: the result of the MCP tool prices › lookup_price")
+    assert "\napple: 1.25 EUR\n" in told
 
 
 def test_notebook_function_tool(tk, _server):

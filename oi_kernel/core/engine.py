@@ -441,6 +441,7 @@ class Engine(StepRunner):
                 emit(Notice(CUT_BLOCK_NOTICE, "warning"))
         if feedback:  # markdown mode: one user message with every result
             self.conversation.append({"role": "user", "content": "\n\n".join(feedback)})
+        self.untrusted_read(turn)  # the next reply is written after reading these results
         self._show_images(turn.steps[len(turn.steps) - len(blocks):])
         return run_all, stop
 

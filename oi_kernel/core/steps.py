@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 import time
 from typing import Any
 
@@ -23,6 +24,9 @@ from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, code_hash
 from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, format_flags, review
+from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, code_sources
+
+UNTRUSTED = "untrusted-content"  # the flag of a step that follows text from outside
 
 
 class StepRunner(Rollback):
@@ -43,6 +47,10 @@ class StepRunner(Rollback):
         # applies even after "Run all", and who set each session cap (for its message).
         self.approval_floor = "never"
         self.cap_sources: dict[str, str] = {}
+        # "ask": the policy makes every step that follows outside content ask (Run all too)
+        self.untrusted_content = ""
+        self.taint: Taint = {}  # variables whose values came from outside (safety.untrusted)
+        self.fence = f"untrusted-{secrets.token_hex(6)}"  # delimits outside text for the model
 
     @property
     def auto_run(self) -> bool:
@@ -85,6 +93,9 @@ class StepRunner(Rollback):
             language = normalize_language(block.language)
             flags = review_or_flag(language or block.language, block.code)
             sandboxed = self.executor.sandboxed
+        followed = [u for u in turn.untrusted if u["read"]]
+        if followed:
+            flags = [*flags, untrusted_flag(followed)]
         request = ApprovalRequest(turn.index, record.index, block, flags, sandboxed,
                                   run_all_allowed=self.approval_floor != "always",
                                   tool=spec.label if spec else "")
@@ -92,6 +103,9 @@ class StepRunner(Rollback):
                        language=block.language, code=block.code, sha256=code_hash(block.code),
                        flags=[dataclasses.asdict(f) for f in flags],
                        **({"recognised_as_code": True} if block.bare else {}),
+                       **({"untrusted": [{"step": u["step"], "source": u["source"],
+                                          "kind": u["kind"]} for u in followed]}
+                          if followed else {}),
                        **tool_fields(spec))
         if spec is None and (language is None or language not in self.offered_languages()):
             record.status = "refused"
@@ -99,7 +113,14 @@ class StepRunner(Rollback):
                                + ", ".join(self.offered_languages()) + ".")
             emit(Notice(record.feedback, "warning"))
             return run_all, False
-        emit(CodeProposed(request, self.needs_approval(request, run_all)))
+        asks = self.needs_approval(request, run_all)
+        emit(CodeProposed(request, asks))
+        if followed and not asks and not turn.untrusted_noticed:
+            turn.untrusted_noticed = True
+            why = ("`%approval risky` asks about such steps" if self.auto_run
+                   else "you chose Run all")
+            emit(Notice(f"Step {record.index} {untrusted_note(followed)} (text from outside "
+                        f"your instruction) and runs without asking ({why}).", "warning"))
         decision = await self._decide(request, run_all)
         record.decision = decision
         ran = decision.action == "run"
@@ -134,6 +155,9 @@ class StepRunner(Rollback):
         if request.block.tool == FIND:
             return False
         if request.block.tool and any(f.category == "destructive" for f in request.flags):
+            return True
+        if self.untrusted_content == "ask" and any(f.category == UNTRUSTED
+                                                    for f in request.flags):
             return True
         if _asks(self.approval_floor, request):
             return True
@@ -176,12 +200,42 @@ class StepRunner(Rollback):
         text = result.message or policy.output_text(result.outputs, block.code,
                                                     self.max_output_chars)
         text = self.secrets.redact(text)  # before the LLM sees it
+        outside = self._outside(turn, record, block, spec, result, text)
         if block.tool:
-            record.feedback = prompts.tool_feedback(result.status, text)
+            record.feedback = prompts.tool_feedback(result.status, text, outside, self.fence)
         else:
             record.feedback = _with_changes(prompts.step_feedback(
-                result.status, text, flags, block.code, policy.small), record)
+                result.status, text, flags, block.code, policy.small, outside, self.fence),
+                record)
         self._log_execution(turn, record, block, spec)
+
+    def _outside(self, turn: Turn, record: StepRecord, block: CodeBlock,
+                 spec: ToolSpec | None, result: ExecResult, text: str) -> str:
+        """What outside text this step's output carries to the model, in words ("" for
+        none); noted in ``turn.untrusted``. A tool's result always counts (but mcp_find's);
+        code counts when it read from outside and printed words (safety.untrusted)."""
+        if block.tool:
+            found = [Source("tool", spec.label if spec else block.tool)] if (
+                block.tool != FIND and text.strip()) else []
+        elif result.status == "died":  # the namespace is gone, and with it what it held
+            found, self.taint = [], {}
+        else:
+            found, self.taint = code_sources(block.language, block.code, self.taint)
+            if UNREADABLE in found and _did_not_parse(result):
+                found.remove(UNREADABLE)  # a SyntaxError: nothing ran, nothing was read
+            if not carries_text(text):
+                found = []
+        for source in found:
+            turn.untrusted.append({"step": record.index, "source": source.label,
+                                   "kind": source.kind, "phrase": source.phrase(),
+                                   "verb": source.verb, "read": False})
+        return ", ".join(s.phrase() for s in found)
+
+    def untrusted_read(self, turn: Turn) -> None:
+        """The model has now read the outside text of this turn's steps so far (their
+        results went back with the next request): the steps it proposes next follow it."""
+        for entry in turn.untrusted:
+            entry["read"] = True
 
     async def _run_with_timeout(self, block: CodeBlock) -> ExecResult | None:
         """The executor's result, or None when ``step_timeout`` expired first.
@@ -252,6 +306,26 @@ def tool_flags(spec: ToolSpec | None) -> list[Flag]:
                              "tool destructive: it may delete or overwrite data")]
     return found + [Flag(0, "tool", MEDIUM, f"the server '{spec.server}' does not mark this "
                          "tool read-only: it may change things")]
+
+
+def untrusted_note(followed: list[dict[str, Any]]) -> str:
+    """"follows the text of notes.txt read in step 1" (up to three sources)."""
+    parts = list(dict.fromkeys(f"{u['phrase']} {u['verb']} in step {u['step']}"
+                               for u in followed))
+    return "follows " + "; ".join(parts[:3]) + (
+        f" (and {len(parts) - 3} more)" if len(parts) > 3 else "")
+
+
+def untrusted_flag(followed: list[dict[str, Any]]) -> Flag:
+    """The flag of a step proposed after outside text entered the instruction, naming it."""
+    return Flag(0, UNTRUSTED, MEDIUM, f"{untrusted_note(followed)}: content from outside "
+                "your instruction, which may carry instructions of its own")
+
+
+def _did_not_parse(result: ExecResult) -> bool:
+    return result.status == "error" and any(
+        o.get("ename") in ("SyntaxError", "IndentationError", "TabError")
+        for o in result.outputs if o.get("output_type") == "error")
 
 
 def _with_changes(feedback: str, record: StepRecord) -> str:

@@ -159,3 +159,7 @@ class Turn:
     usage: Usage = field(default_factory=Usage)
     llm_calls: int = 0
     samples: int = 0  # more drafts drawn to compare with (small models; not LLM calls)
+    # text from outside the user that entered this instruction: [{"step", "source", "kind",
+    # "phrase", "read"}]; "read": the model has read it (it answered the reply after it)
+    untrusted: list[dict[str, Any]] = field(default_factory=list)
+    untrusted_noticed: bool = False  # auto-run: the one notice said so

@@ -17,6 +17,8 @@ policy). Every file found applies, and where two disagree the stricter value win
       "log_dir": "/var/log/oi_kernel",     the session logs go there, always
       "mcp": {"allowed": ["github"], "denied": ["shell*"]},
       "gateway_url": "http://gateway.internal:8888",
+      "untrusted_content": "ask",          steps that follow text from outside (a file, a
+                                           web page, an MCP result) ask, Run all or not
       "comment": "anything: ignored"
     }
 
@@ -38,7 +40,8 @@ from typing import Any
 FILE_NAME = "oi_kernel_policy.json"
 APPROVAL_RANK = {"never": 0, "risky": 1, "always": 2}
 KEYS = ("approval", "allowed_models", "sandbox", "sandbox_grants", "max_cost_per_session",
-        "max_tokens_per_session", "max_steps", "log_dir", "mcp", "gateway_url", "comment")
+        "max_tokens_per_session", "max_steps", "log_dir", "mcp", "gateway_url",
+        "untrusted_content", "comment")
 STRICTEST = ("every code block asks for approval, the sandbox is required with no paths "
              "granted beyond the workspace, no MCP server is "
              "allowed, at most one LLM call per instruction, and no instruction is sent to a "
@@ -81,6 +84,7 @@ class Policy:
     gateway_url: str = ""
     mcp_allowed: list[tuple[Path, list[str]]] = field(default_factory=list)
     mcp_denied: list[str] = field(default_factory=list)
+    untrusted_ask: bool = False  # steps that follow outside content always ask
     problems: list[str] = field(default_factory=list)  # "FILE, line N: what is wrong"
     sources: dict[str, Path] = field(default_factory=dict)  # rule -> the file that set it
 
@@ -141,6 +145,8 @@ class Policy:
             rules.append(f"session logs in `{self.log_dir}`")
         if self.gateway_url:
             rules.append(f"child kernels on the gateway `{self.gateway_url}`")
+        if self.untrusted_ask:
+            rules.append("steps that follow content from outside (files, web, MCP) ask")
         if self.mcp_allowed or self.mcp_denied:
             allowed = [p for _, g in self.mcp_allowed for p in g]
             parts = ([f"allowed {', '.join(allowed) or 'none'}"] if self.mcp_allowed else [])
@@ -175,6 +181,7 @@ def _make_strictest(policy: Policy) -> None:
     policy.sandbox_grants = False
     policy.max_steps = 1
     policy.mcp_denied = ["*"]
+    policy.untrusted_ask = True
 
 
 # ----------------------------------------------------------------------------- one file
@@ -242,6 +249,14 @@ def _apply_rule(policy: Policy, path: Path, key: str, value: Any) -> None:
         _single(policy, path, key, _text(key, value))
     elif key == "mcp":
         _mcp(policy, path, value)
+    elif key == "untrusted_content":
+        if value not in ("ask", "approval"):
+            raise _Bad('must be "ask" (steps that follow content from outside the user ask, '
+                       'whatever the approval mode) or "approval" (the approval mode decides); '
+                       f"got {value!r}")
+        if value == "ask" and not policy.untrusted_ask:
+            policy.untrusted_ask = True
+            policy.sources[key] = path
 
 
 def _globs(value: Any, what: str, example: str) -> list[str]:

@@ -127,6 +127,8 @@ def enforce(session: Any, policy: Policy) -> list[str]:
 
 def _engine_rules(engine: Any, policy: Policy, notices: list[str]) -> None:
     engine.approval_floor = policy.approval
+    if policy.untrusted_ask:
+        engine.untrusted_content = "ask"
     _raise_floor(engine, "approval", policy.approval, approval_problem(policy, engine.approval),
                  notices)
     _guard(engine, "approval", lambda v: approval_problem(policy, v))
