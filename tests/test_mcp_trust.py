@@ -171,8 +171,8 @@ def test_tool_flags_carry_the_providers_findings():
     spec.trust = [("high", "tool-description", "hidden characters")]
     flags = tool_flags(spec)
     assert [(f.severity, f.category) for f in flags] == [("high", "tool-description")]
-    spec.trust = [("high", "tool-changed", "changed"), ("high", "destructive", "until...")]
-    assert [f.category for f in tool_flags(spec)] == ["tool-changed", "destructive"]
+    spec.trust = [("high", "tool-changed", "changed")]
+    assert [f.category for f in tool_flags(spec)] == ["tool-changed"]
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -237,9 +237,9 @@ def test_rug_pull_is_flagged_with_the_diff_and_asked_after_run_all(llm_server, t
         changed = asked[-1]
         assert [r.tool for r in asked] == ["prices › add", "prices › lookup_price",
                                            "prices › add"]
-        assert {"tool-changed", "destructive", "tool-description"} <= set(categories(changed))
+        assert {"tool-changed", "tool-description"} <= set(categories(changed))
         assert all(f.severity == "high" for f in changed.flags
-                   if f.category in ("tool-changed", "destructive", "tool-description"))
+                   if f.category in ("tool-changed", "tool-description"))
         text = reasons(changed)
         assert "the description of prices › add changed since you approved it on 20" in text
         assert "-  Add two numbers." in text and "+  Add two numbers. <IMPORTANT>" in text

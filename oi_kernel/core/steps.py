@@ -29,6 +29,11 @@ from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, 
 UNTRUSTED = "untrusted-content"  # the flag of a step that follows text from outside
 
 
+# Flags of a tool step that ask whatever the approval mode: the server says it destroys data,
+# or the tool's description or schema changed since a person approved it (a "rug pull").
+TOOL_ALWAYS_ASKS = frozenset({"destructive", "tool-changed"})
+
+
 class StepRunner(Rollback):
     """Runs proposed blocks through review, decision and execution."""
 
@@ -151,10 +156,11 @@ class StepRunner(Rollback):
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
         """Whether the policy asks the user about this block. "Run all" skips the asking for
         the rest of the instruction, but not below ``approval_floor``. A tool its server
-        calls destructive always asks, "Run all" or not; ``mcp_find`` never does."""
+        calls destructive, or whose description changed since it was approved, always asks,
+        "Run all" or auto-run alike; ``mcp_find`` never does."""
         if request.block.tool == FIND:
             return False
-        if request.block.tool and any(f.category == "destructive" for f in request.flags):
+        if request.block.tool and any(f.category in TOOL_ALWAYS_ASKS for f in request.flags):
             return True
         if self.untrusted_content == "ask" and any(f.category == UNTRUSTED
                                                     for f in request.flags):

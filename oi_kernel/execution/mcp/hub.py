@@ -200,9 +200,6 @@ class McpTools:
             trust.append((HIGH, "tool-changed",
                           f"the description of {spec.label} changed {since}:\n"
                           + diff(before, version, old)))
-            trust.append((HIGH, "destructive",
-                          f"until you approve its new description, {spec.label} is treated "
-                          "as destructive: it asks even after Run all or under auto-run"))
         elif not spec.read_only and (pin is None or not pin.approved):
             trust.append((MEDIUM, "new-tool",
                           f"you have not approved {spec.label} before; the model reads its "
@@ -311,7 +308,7 @@ class McpTools:
                  else "may change things")
         text = f"- `{spec.tool}` ({hints}; {mark}): {_quote(visible(spec.description))}"
         for severity, category, reason in spec.trust:
-            if severity == HIGH and category != "destructive":
+            if severity == HIGH:
                 first, _, rest = reason.partition("\n")
                 text += f"\n    - ⚠ **{category}**: {first}"
                 if rest:
