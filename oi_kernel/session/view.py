@@ -14,6 +14,10 @@ content)`` callable. It has two ways to show the model's reply as it streams:
 
 The model's reasoning goes into a display of its own, collapsed under "thinking" (live),
 or one line saying how long it was (text).
+
+What the model wrote is shown through ``safety.visible``: a hidden character (a bidi
+control, an escape sequence, a zero-width space) appears as a marker naming it, in the
+streamed reply as in a step's code, so no raw control character reaches a terminal.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from oi_kernel.core import changes
 from oi_kernel.core import events as E
 from oi_kernel.core.codeblocks import block_spans, reply_text
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
+from oi_kernel.safety.visible import visible
+
+NO_LONG_MARK = 10**12  # streamed pieces are not whole lines: no long-line note there
 
 Publish = Callable[[str, dict[str, Any]], None]
 DISPLAY_MODES = ("auto", "live", "text")
@@ -157,7 +164,7 @@ class TurnView:
         if not self._text or (self.live and self._text == self._last_sent):
             return
         if not self.live:
-            self.publish("stream", {"name": "stdout", "text": self._text})
+            self.publish("stream", {"name": "stdout", "text": visible(self._text, NO_LONG_MARK)})
             self._printed, self._text = self._text, ""
         elif self._display_id is None:
             self._last_sent = self._text
@@ -171,7 +178,7 @@ class TurnView:
 
     @staticmethod
     def _reply_content(text: str, display_id: str) -> dict[str, Any]:
-        return {"data": markdown_bundle(text), "metadata": {},
+        return {"data": markdown_bundle(visible(text, NO_LONG_MARK)), "metadata": {},
                 "transient": {"display_id": display_id}}
 
     def _on_thinking(self, text: str) -> None:
@@ -340,12 +347,12 @@ class TurnView:
             auto = "" if event.needs_approval else " · ▶️ **runs without asking**"
             bare = f" · 🔎 {RECOGNISED_NOTE}" if req.block.bare else ""
             plain_bare = f" ({RECOGNISED_NOTE})" if req.block.bare else ""
-            what = f"🔧 tool {req.tool}" if req.tool else req.block.language
+            language = visible(req.block.language)
+            what = f"🔧 tool {req.tool}" if req.tool else language
+            code = visible(req.block.code)
             self.show_markdown(
-                f"**Step {req.step}** · {what}{auto}{bare}\n\n"
-                + code_markdown(req.block.language, req.block.code),
-                f"[step {req.step}: {req.tool or req.block.language}]{plain_bare}\n"
-                f"{req.block.code}",
+                f"**Step {req.step}** · {what}{auto}{bare}\n\n" + code_markdown(language, code),
+                f"[step {req.step}: {req.tool or language}]{plain_bare}\n{code}",
             )
 
 
