@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core.types import ApprovalRequest, Decision
-from oi_kernel.safety.visible import hidden_findings, needs_marking, visible
+from oi_kernel.safety.visible import has_hidden, hidden_findings, needs_marking, visible
 
 Publish = Callable[[str, dict[str, Any]], None]
 
@@ -45,8 +45,9 @@ def _flags_html(flags: list[Any]) -> str:
     return f'<ul class="oi-flags" style="margin:2px 0 4px 0;color:#a15c00">{items}</ul>'
 
 
-VISIBLE_NOTE = ("This code holds characters that show differently from what runs (or a line "
-                "too long to see whole). Below is exactly what runs, each one marked ⟦…⟧.")
+VISIBLE_NOTE = ("This code holds characters that show differently from what runs. Below is "
+                "exactly what runs, each one marked ⟦…⟧.")
+LONG_NOTE = "This code has a line too long to see whole: it is marked ⟦long line⟧ below."
 
 
 def visible_code_html(code: str, language: str, findings: bool = False) -> str:
@@ -59,8 +60,9 @@ def visible_code_html(code: str, language: str, findings: bool = False) -> str:
         items = "".join(f"<li>{html.escape(str(f))}</li>"
                         for f in hidden_findings(code, language))
         listed = f'<ul style="margin:2px 0">{items}</ul>'
+    note = VISIBLE_NOTE if has_hidden(code) else LONG_NOTE
     return (f'<div class="oi-hidden-note" style="color:#b00020;margin:2px 0">⚠️ '
-            f"{html.escape(VISIBLE_NOTE)}</div>{listed}"
+            f"{html.escape(note)}</div>{listed}"
             f'<pre class="oi-code-visible" style="margin:4px 0;max-height:24em;overflow:auto;'
             f'white-space:pre-wrap;border:1px solid #b00020;padding:4px">'
             f"{html.escape(visible(code))}</pre>")
