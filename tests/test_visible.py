@@ -238,7 +238,8 @@ def test_a_line_too_long_to_see_whole_is_marked_and_flagged():
 
 
 def test_emoji_joiners_and_variation_selectors_are_not_hidden_characters():
-    assert visible("print('⚠️ done ✔️ 👩‍💻 1️⃣')") == "print('⚠️ done ✔️ 👩‍💻 1️⃣')"
+    assert visible("print('⚠️ done ✔️ 👩‍💻 1️⃣ ℹ️ ‼️')") == "print('⚠️ done ✔️ 👩‍💻 1️⃣ ℹ️ ‼️')"
+    assert visible("⚠\ufe0f\ufe0f") == "⚠️⟦U+FE0F VARIATION SELECTOR-16⟧"  # (a second one)
     assert visible("a\u200db") == "a⟦U+200D ZWJ⟧b"  # a joiner between letters is
     assert visible("x\ufe0f") == "x⟦U+FE0F VARIATION SELECTOR-16⟧"
 
@@ -271,3 +272,26 @@ def test_log_tail_reads_only_the_end_and_marks_text(tmp_path):
     assert [ln.split()[0] for ln in body.strip().split("\n")] == ["404", "405", "406"]
     assert "approved by user · sha256" in body and "⟦U+001B ESC⟧[2J" in body
     assert "\x1b" not in text
+
+
+def test_the_cell_view_marks_the_reply_the_step_and_notices():
+    """What the kernel shows in the cell besides the card: the model's reply (printed as text
+    for jupyter console), a step that runs without asking, a notice quoting the model."""
+    from oi_kernel.core import events as E
+    from oi_kernel.core.types import Reply
+    from oi_kernel.session.view import TurnView
+
+    sent: list[tuple[str, dict]] = []
+    view = TurnView(lambda kind, content: sent.append((kind, content)), live=False,
+                    pieces=False)
+    reply = "Done.\x1b[2K\x1b[1A Nothing to see\u202e here."
+    view(E.TextDelta(reply))
+    view(E.ReplyDone(1, Reply(reply, reasoning="thinking\x1b[2J"), []))
+    view(E.CodeProposed(request_for(block_with("\u200b")), needs_approval=False))
+    view(E.Notice("Language 'py\x1b[2J' is not available here.", "warning"))
+    texts = [v for _, c in sent for v in ([c["text"]] if "text" in c else c["data"].values())]
+    shown = "\n".join(texts)
+    assert "Done.⟦U+001B ESC⟧[2K⟦U+001B ESC⟧[1A Nothing to see⟦U+202E RLO⟧ here." in shown
+    assert 'label = "ok⟦U+200B ZWSP⟧"' in shown and "runs without asking" in shown
+    assert "Language 'py⟦U+001B ESC⟧[2J' is not available" in shown
+    assert not has_hidden(shown.replace("\n", " ")), ascii(shown)

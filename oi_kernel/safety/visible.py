@@ -92,8 +92,9 @@ def _emoji_part(line: str, col: int) -> bool:
     after a symbol ("⚠️"), a zero-width joiner between symbols ("👩‍💻")."""
     cp = ord(line[col])
     before = line[col - 1] if col else ""
-    if cp in (0xFE0E, 0xFE0F):
-        return bool(before) and (unicodedata.category(before) == "So" or before in "#*0123456789")
+    if cp in (0xFE0E, 0xFE0F):  # (one, after a symbol: "⚠️", "‼️", "ℹ️", "1️⃣")
+        return bool(before) and (unicodedata.category(before)[0] in "SP"
+                                 or before in "ℹ#*0123456789")
     if cp == 0x200D and before and col + 1 < len(line):
         after = line[col + 1]
         return (unicodedata.category(before) in ("So", "Sk") or ord(before) == 0xFE0F) \

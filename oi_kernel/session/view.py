@@ -58,7 +58,7 @@ def thinking_bundle(text: str, done: bool) -> dict[str, Any]:
     label = f"thinking · {words:,} words" if done else f"thinking… · {words:,} words"
     body = (f'<details class="oi-thinking"><summary style="cursor:pointer;color:#777">'
             f'{label}</summary><pre style="white-space:pre-wrap;color:#777;margin:4px 0">'
-            f"{html.escape(text.strip())}</pre></details>")
+            f"{html.escape(visible(text.strip(), NO_LONG_MARK))}</pre></details>")
     return {"text/html": body, "text/plain": f"[{label}]" if done else "[thinking…]"}
 
 
@@ -331,7 +331,8 @@ class TurnView:
             self._show_changes(event.record)
         elif isinstance(event, E.Notice):
             icon = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}[event.level]
-            self.show_markdown(f"{icon} {event.text}", event.text)
+            text = visible(event.text, NO_LONG_MARK)  # (it may quote the model: a language)
+            self.show_markdown(f"{icon} {text}", text)
         elif isinstance(event, E.TurnDone):
             self._end_reply()
             self._finish_reply()
