@@ -13,6 +13,7 @@ The code that runs is never changed here: this module only describes it. Pure: s
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
 import re
@@ -174,12 +175,17 @@ def hidden_findings(code: str, language: str = "") -> list[Finding]:
     """Where ``code`` hides something: hidden characters (one finding per line and character),
     mixed-script or look-alike identifiers, lines too long to see whole. For JSON, the strings
     it decodes to are read too (``"\\u202e"`` reaches the server as the character)."""
-    places = _python_places(code) if language in ("python", "ipython", "") else {}
+    if not _CANDIDATE.search(code):  # plain ASCII: only a line can be too long (or JSON hide)
+        long = [Finding(n, "long-line", f"{len(line):,} characters, too long to see whole")
+                for n, line in enumerate(code.split("\n"), 1) if len(line) > LONG_LINE]
+        return long + (_json_findings(code, set()) if language == "json" else [])
+    python = language in ("python", "ipython", "")
+    spans, names = _python_tokens(code) if python else ([], None)
     found: dict[tuple[int, str, str], Finding] = {}
     for number, line in enumerate(code.split("\n"), 1):
         for col, why in hidden_in(line):
             ch = line[col]
-            where = places.get((number, col))
+            where = _place(spans, (number, col))
             text = describe(ch) + (f" {where}" if where else "")
             found.setdefault((number, _CATEGORY[why], describe(ch)),
                              Finding(number, _CATEGORY[why], text))
@@ -187,65 +193,54 @@ def hidden_findings(code: str, language: str = "") -> list[Finding]:
             found[(number, "long-line", "")] = Finding(
                 number, "long-line", f"{len(line):,} characters, too long to see whole")
     findings = list(found.values())
-    findings += _identifier_findings(code, language, places)
+    findings += _identifier_findings(code, names, python)
     if language == "json":
         findings += _json_findings(code, {(f.line, f.text.split(" ")[0]) for f in findings})
     return sorted(findings, key=lambda f: f.line)
 
 
-def _python_places(code: str) -> dict[tuple[int, int], str]:
-    """(line, column) -> "in a string" / "in a comment" for Python's strings and comments."""
-    places: dict[tuple[int, int], str] = {}
+_Pos = tuple[int, int]  # (1-based line, column)
+_Span = tuple[_Pos, _Pos, str]  # a string or comment: start, end, "in a string"/"in a comment"
+
+
+def _python_tokens(code: str) -> tuple[list[_Span], list[tuple[int, str]] | None]:
+    """Python's strings and comments (in order) and its non-ASCII names; names None when the
+    code does not tokenize to the end (then words are read instead)."""
+    spans: list[_Span] = []
+    names: list[tuple[int, str]] | None = []
+    fstring_middle = getattr(tokenize, "FSTRING_MIDDLE", -1)
     try:
         for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
-                where = "in a string"
+            if tok.type == tokenize.STRING or tok.type == fstring_middle:
+                spans.append((tok.start, tok.end, "in a string"))
             elif tok.type == tokenize.COMMENT:
-                where = "in a comment"
-            else:
-                continue
-            for line, start, end in _spans(tok, code):
-                for col in range(start, end):
-                    places[(line, col)] = where
+                spans.append((tok.start, tok.end, "in a comment"))
+            elif tok.type == tokenize.NAME and not tok.string.isascii():
+                names.append((tok.start[0], tok.string))  # type: ignore[union-attr]
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass
-    return places
+        names = None
+    return spans, names
 
 
-def _spans(tok: tokenize.TokenInfo, code: str) -> Iterator[tuple[int, int, int]]:
-    (l1, c1), (l2, c2) = tok.start, tok.end
-    lines = code.split("\n")
-    for line in range(l1, l2 + 1):
-        start = c1 if line == l1 else 0
-        end = c2 if line == l2 else len(lines[line - 1]) if line <= len(lines) else 0
-        yield line, start, end
+def _place(spans: list[_Span], pos: _Pos) -> str:
+    """Where ``pos`` is: "in a string", "in a comment" or "" (code, or not Python)."""
+    i = bisect.bisect_right(spans, (pos, (1 << 62, 0), "")) - 1
+    if i >= 0 and spans[i][0] <= pos < spans[i][1]:
+        return spans[i][2]
+    return ""
 
 
-def _identifiers(code: str, language: str, places: dict[tuple[int, int], str]
-                 ) -> Iterator[tuple[int, str]]:
-    """(line, identifier) of the code: Python's names from its tokens, words elsewhere
-    (outside Python's strings and comments)."""
-    if language in ("python", "ipython", ""):
-        try:
-            for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-                if tok.type == tokenize.NAME and not tok.string.isascii():
-                    yield tok.start[0], tok.string
-            return
-        except (tokenize.TokenError, SyntaxError, IndentationError):
-            pass
-    for number, line in enumerate(code.split("\n"), 1):
-        if line.isascii():
-            continue
-        for match in _WORD.finditer(line):
-            if not match.group().isascii() and (number, match.start()) not in places:
-                yield number, match.group()
-
-
-def _identifier_findings(code: str, language: str, places: dict[tuple[int, int], str]
+def _identifier_findings(code: str, names: list[tuple[int, str]] | None, python: bool
                          ) -> list[Finding]:
+    """Look-alike names: Python's non-ASCII names from its tokens; elsewhere (or Python that
+    does not tokenize) every non-ASCII word."""
+    if names is None:
+        names = [(number, match.group()) for number, line in enumerate(code.split("\n"), 1)
+                 if not line.isascii() for match in _WORD.finditer(line)
+                 if not match.group().isascii()]
     found: dict[tuple[int, str], Finding] = {}
-    for number, word in _identifiers(code, language, places):
-        problem = identifier_problem(word, python=language in ("python", "ipython", ""))
+    for number, word in names:
+        problem = identifier_problem(word, python=python)
         if problem:
             found.setdefault((number, word), Finding(number, "mixed-script", problem))
     return list(found.values())
