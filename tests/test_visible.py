@@ -50,6 +50,7 @@ CHARACTERS = [
     ("no-break space", "\u00a0", "⟦U+00A0 NBSP⟧"),
     ("ideographic space", "\u3000", "⟦U+3000 IDEOGRAPHIC SPACE⟧"),
     ("line separator", "\u2028", "⟦U+2028 LSEP⟧"),
+    ("private use", "\ue000", "⟦U+E000 PRIVATE USE⟧"),
 ]
 IDS = [c[0] for c in CHARACTERS]
 

@@ -44,6 +44,7 @@ _CONTROL_NAMES = {
     0x0C: "FORM FEED", 0x0D: "CARRIAGE RETURN", 0x1B: "ESCAPE", 0x7F: "DELETE",
     0x85: "NEXT LINE", 0x9B: "CONTROL SEQUENCE INTRODUCER", 0x9D: "OPERATING SYSTEM COMMAND",
 }
+_UNNAMED = {"Cc": "CONTROL", "Co": "PRIVATE USE", "Cs": "SURROGATE"}
 _BIDI = frozenset([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 # Letters and marks that draw nothing (category Lo / Mn, so not caught by category).
 _BLANK = frozenset([0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x17B4, 0x17B5, 0x2800,
@@ -60,7 +61,7 @@ def kind(ch: str) -> str | None:
     category = unicodedata.category(ch)
     if category in ("Cc", "Cs", "Zl", "Zp"):  # (U+2028 ends a line in JavaScript, not Python)
         return "control"
-    if category == "Cf" or cp in _BLANK:
+    if category in ("Cf", "Co") or cp in _BLANK:  # (private use: drawn by some fonts only)
         return "invisible"
     if category == "Zs":
         return "whitespace"
@@ -73,7 +74,7 @@ def describe(ch: str) -> str:
     name = unicodedata.name(ch, "") or _CONTROL_NAMES.get(cp, "")
     short = _SHORT.get(cp)
     if not name:
-        name = short or ("CONTROL" if unicodedata.category(ch) == "Cc" else "CHARACTER")
+        name = short or _UNNAMED.get(unicodedata.category(ch), "CHARACTER")
     elif short and short != name:
         name += f" ({short})"
     return f"U+{cp:04X} {name}"
@@ -84,7 +85,8 @@ def marker(ch: str) -> str:
     cp = ord(ch)
     if 0xE0020 <= cp <= 0xE007E:  # a tag character: "ASCII smuggling"; show the letter
         return f"{OPEN}U+{cp:04X} TAG {chr(cp - 0xE0000)}{CLOSE}"
-    short = _SHORT.get(cp) or unicodedata.name(ch, "") or "CONTROL"
+    short = (_SHORT.get(cp) or unicodedata.name(ch, "")
+             or _UNNAMED.get(unicodedata.category(ch), "CHARACTER"))
     return f"{OPEN}U+{cp:04X} {short}{CLOSE}"
 
 

@@ -41,7 +41,11 @@ DISPLAY_MODES = ("auto", "live", "text")
 
 
 def markdown_bundle(text: str, plain: str | None = None) -> dict[str, Any]:
-    return {"text/markdown": text, "text/plain": plain if plain is not None else text}
+    """Markdown and plain text, each with its hidden characters marked (``visible``): the
+    model's reply, a step's code, a notice quoting the model."""
+    text = visible(text, NO_LONG_MARK)
+    plain = visible(plain, NO_LONG_MARK) if plain is not None else text
+    return {"text/markdown": text, "text/plain": plain}
 
 
 def code_markdown(language: str, code: str) -> str:
@@ -178,7 +182,7 @@ class TurnView:
 
     @staticmethod
     def _reply_content(text: str, display_id: str) -> dict[str, Any]:
-        return {"data": markdown_bundle(visible(text, NO_LONG_MARK)), "metadata": {},
+        return {"data": markdown_bundle(text), "metadata": {},
                 "transient": {"display_id": display_id}}
 
     def _on_thinking(self, text: str) -> None:
@@ -331,8 +335,7 @@ class TurnView:
             self._show_changes(event.record)
         elif isinstance(event, E.Notice):
             icon = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}[event.level]
-            text = visible(event.text, NO_LONG_MARK)  # (it may quote the model: a language)
-            self.show_markdown(f"{icon} {text}", text)
+            self.show_markdown(f"{icon} {event.text}", event.text)
         elif isinstance(event, E.TurnDone):
             self._end_reply()
             self._finish_reply()
@@ -348,12 +351,12 @@ class TurnView:
             auto = "" if event.needs_approval else " · ▶️ **runs without asking**"
             bare = f" · 🔎 {RECOGNISED_NOTE}" if req.block.bare else ""
             plain_bare = f" ({RECOGNISED_NOTE})" if req.block.bare else ""
-            language = visible(req.block.language)
-            what = f"🔧 tool {req.tool}" if req.tool else language
-            code = visible(req.block.code)
+            what = f"🔧 tool {req.tool}" if req.tool else req.block.language
             self.show_markdown(
-                f"**Step {req.step}** · {what}{auto}{bare}\n\n" + code_markdown(language, code),
-                f"[step {req.step}: {req.tool or language}]{plain_bare}\n{code}",
+                f"**Step {req.step}** · {what}{auto}{bare}\n\n"
+                + code_markdown(req.block.language, req.block.code),
+                f"[step {req.step}: {req.tool or req.block.language}]{plain_bare}\n"
+                f"{req.block.code}",
             )
 
 
