@@ -1,7 +1,9 @@
 """How a decision is asked: the stdin prompt, and a callback for the Python API.
 
 The widget approval card lives in ``card.py``; every approver here only turns a
-question into a ``Decision`` and knows nothing about LLMs or kernels.
+question into a ``Decision`` and knows nothing about LLMs or kernels. What a terminal is
+shown goes through ``safety.visible``: no raw control character reaches it, and every
+hidden character is a marker naming it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from oi_kernel.core.types import ApprovalRequest, Decision
 from oi_kernel.errors import ApprovalUnavailableError
+from oi_kernel.safety.visible import LONG_LINE, needs_marking, visible
 
 Ask = Callable[[str], Awaitable[str]]
 
@@ -24,6 +27,8 @@ EDIT_PROMPT = "Replacement code (one line; write \\n for a newline; empty: back)
 HEAD_LINES = 12  # of a long block, the prompt shows this many first lines...
 TAIL_LINES = 6  # ...and this many last ones (answer `v` for all of it)
 MAX_LINE_CHARS = 240  # a longer line is cut in the summary (`v` shows it whole)
+HIDDEN_NOTE = ("⚠ This code holds characters that show differently from what runs; each is "
+               "marked ⟦…⟧ below (what runs is unchanged).")
 
 
 def parse_answer(answer: str) -> str:
@@ -50,8 +55,9 @@ def _indented(lines: list[str], cut: bool) -> list[str]:
 
 def code_excerpt(code: str, full: bool = False) -> tuple[list[str], bool]:
     """The code as indented lines for a terminal prompt, and whether some of it is left out:
-    a long block shows its first and last lines and how many are between."""
-    lines = code.split("\n")
+    a long block shows its first and last lines and how many are between. Hidden characters
+    are shown as markers (``visible``), so a line is cut after they are made visible."""
+    lines = visible(code, LONG_LINE).split("\n")
     if full or len(lines) <= HEAD_LINES + TAIL_LINES + 1:
         cut = not full and any(len(ln) > MAX_LINE_CHARS for ln in lines)
         return _indented(lines, not full), cut
@@ -68,7 +74,8 @@ def flag_lines(flags: list[Any]) -> list[str]:
     head = f"⚠ {len(flags)} risk flag{'s' if len(flags) != 1 else ''}"
     head += f" ({high} high):" if high else ":"
     return [head, *(f"  - [{f.severity}] {f.category}: "
-                    + (f"line {f.line}: " if f.line else "") + f.reason for f in flags)]
+                    + visible(f.reason if f.reason.startswith(f"line {f.line}:") or not f.line
+                              else f"line {f.line}: {f.reason}") for f in flags)]
 
 
 def approval_prompt(request: ApprovalRequest, full: bool = False) -> str:
@@ -79,13 +86,15 @@ def approval_prompt(request: ApprovalRequest, full: bool = False) -> str:
     code = request.block.code
     n = code.count("\n") + 1
     where = "sandboxed" if request.sandboxed else "runs on this machine"
-    head = (f"── Step {request.step} · {request.block.language} · {n} line"
+    head = (f"── Step {request.step} · {visible(request.block.language)} · {n} line"
             f"{'s' if n != 1 else ''} · {where} ──")
     if request.tool:
         head = (f"── Step {request.step} · tool {request.tool} · runs on its MCP server ──\n"
                 "Arguments (JSON):")
     if request.block.bare:
         head += "\n" + RECOGNISED_PROMPT
+    if needs_marking(code):
+        head += "\n" + HIDDEN_NOTE
     body, cut = code_excerpt(code, full)
     choices = CHOICES_VIEW if cut else CHOICES
     # The first line is empty: the question starts on a line of its own, even after a reply
@@ -96,9 +105,11 @@ def approval_prompt(request: ApprovalRequest, full: bool = False) -> str:
 
 def edit_prompt(code: str) -> str:
     """The edit question: the code being replaced (whole), and how to type the new code."""
-    lines = ["Editing. The code now:", *_indented(code.split("\n"), False)]
+    lines = ["Editing. The code now:", *_indented(visible(code).split("\n"), False)]
+    if needs_marking(code):
+        lines.append("(⟦…⟧ marks a hidden character: typed back, a marker is plain text.)")
     if "\n" in code:
-        escaped = code.replace("\\", "\\\\").replace("\n", "\\n")
+        escaped = visible(code).replace("\\", "\\\\").replace("\n", "\\n")
         lines.append(f"As one line (copy, change, paste): {escaped}")
     return "\n".join([*lines, EDIT_PROMPT])
 

@@ -9,6 +9,12 @@ DOM contract with the JupyterLab extension: the pending card root has classes
 ``oi-card oi-card-pending``; its buttons ``oi-run``, ``oi-edit``, ``oi-skip``,
 ``oi-run-all``, ``oi-stop``; a decided record is ``oi-card oi-card-decided``
 holding ``<pre class="oi-code-ran" data-language=...>`` with the code that ran.
+
+What you see is what runs: a browser reorders text around bidi controls and shows
+zero-width characters as nothing, so code holding such characters is shown as a read-only
+``<pre class="oi-code-visible">`` with each one marked (``safety.visible``), beside the
+findings; the real code stays in the (hidden until Edit) textarea, which is what Run runs,
+and in a hidden ``pre.oi-code-ran`` of the record.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core.types import ApprovalRequest, Decision
+from oi_kernel.safety.visible import has_hidden, hidden_findings, needs_marking, visible
 
 Publish = Callable[[str, dict[str, Any]], None]
 
@@ -32,10 +39,33 @@ def _flags_html(flags: list[Any]) -> str:
         return ""
     items = "".join(
         f"<li><b>{html.escape(f.severity)}</b> · {html.escape(f.category)} — "
-        f"{html.escape(f.reason)}</li>"
+        f"{html.escape(visible(f.reason))}</li>"
         for f in flags
     )
     return f'<ul class="oi-flags" style="margin:2px 0 4px 0;color:#a15c00">{items}</ul>'
+
+
+VISIBLE_NOTE = ("This code holds characters that show differently from what runs. Below is "
+                "exactly what runs, each one marked ⟦…⟧.")
+LONG_NOTE = "This code has a line too long to see whole: it is marked ⟦long line⟧ below."
+
+
+def visible_code_html(code: str, language: str, findings: bool = False) -> str:
+    """A read-only view of ``code`` with its hidden characters marked ("" when it has none);
+    ``findings``: with the list of where they are (the record, which has no flags)."""
+    if not needs_marking(code):
+        return ""
+    listed = ""
+    if findings:
+        items = "".join(f"<li>{html.escape(str(f))}</li>"
+                        for f in hidden_findings(code, language))
+        listed = f'<ul style="margin:2px 0">{items}</ul>'
+    note = VISIBLE_NOTE if has_hidden(code) else LONG_NOTE
+    return (f'<div class="oi-hidden-note" style="color:#b00020;margin:2px 0">⚠️ '
+            f"{html.escape(note)}</div>{listed}"
+            f'<pre class="oi-code-visible" style="margin:4px 0;max-height:24em;overflow:auto;'
+            f'white-space:pre-wrap;border:1px solid #b00020;padding:4px">'
+            f"{html.escape(visible(code))}</pre>")
 
 
 RECOGNISED_HTML = (
@@ -49,7 +79,7 @@ def header_html(request: ApprovalRequest) -> str:
     """The card's title line: step, language (or the tool), how the code was found, risk,
     sandbox."""
     what = (f"🔧 tool <b class=\"oi-tool\">{html.escape(request.tool)}</b> · arguments (JSON)"
-            if request.tool else html.escape(request.block.language))
+            if request.tool else html.escape(visible(request.block.language)))
     parts = [f"<b>Step {request.step}</b>", what]
     if request.block.bare:
         parts.append(RECOGNISED_HTML)
@@ -71,15 +101,26 @@ def record_html(request: ApprovalRequest, decision: Decision) -> str:
     reason = f" — {html.escape(decision.reason)}" if decision.reason else ""
     lang = html.escape(request.block.language, quote=True)
     found = " · recognised as code" if request.block.bare else ""
-    what = f"🔧 {html.escape(request.tool)}" if request.tool else lang
+    what = f"🔧 {html.escape(request.tool)}" if request.tool else html.escape(
+        visible(request.block.language))
     head = (f"{_ICONS.get(label, '')} <b>Step {request.step}</b> · {what}{found} · {label} "
             f"by {html.escape(decision.by)} at {when}{reason}")
     body = ""
     if decision.action == "run":
-        body = (f'<pre class="oi-code-ran" data-language="{lang}" '
-                f'style="margin:4px 0;max-height:16em;overflow:auto">'
+        marked = visible_code_html(decision.code, request.block.language, findings=True)
+        # With hidden characters the real code is kept (for the lab extension and a saved
+        # notebook) but not displayed: a browser would show it reordered.
+        hide = "display:none;" if marked else ""
+        body = (marked + f'<pre class="oi-code-ran" data-language="{lang}" '
+                f'style="{hide}margin:4px 0;max-height:16em;overflow:auto">'
                 f"{html.escape(decision.code)}</pre>")
     return f'<div class="oi-card oi-card-decided">{head}{body}</div>'
+
+
+def record_plain(request: ApprovalRequest, decision: Decision) -> str:
+    """The record as plain text (a terminal, a text-only reader): hidden characters marked."""
+    plain = f"[step {request.step}: {decision.label}]"
+    return plain + "\n" + visible(decision.code) if decision.action == "run" else plain
 
 
 class ApprovalCard:
@@ -95,6 +136,9 @@ class ApprovalCard:
         self.code = w.Textarea(value=code, disabled=True,
                                layout=w.Layout(width="100%", height=f"{min(code.count(chr(10)) + 2, 24) * 1.35 + 0.6:.1f}em"))
         self.code.add_class("oi-code")
+        marked = visible_code_html(code, request.block.language)
+        if marked:  # the textarea would show it reordered: it appears on Edit only
+            self.code.layout.display = "none"
         self.reason = w.Text(placeholder="why skip? (optional, told to the model)",
                              layout=w.Layout(width="18em"))
         buttons = [
@@ -108,8 +152,10 @@ class ApprovalCard:
         if not request.run_all_allowed:  # an administrator's policy asks about every block
             buttons = [b for b in buttons if "oi-run-all" not in b._dom_classes]
         self.buttons = buttons
+        shown = [w.HTML(marked)] if marked else []
         self.root = w.VBox([
             w.HTML(header_html(request)),
+            *shown,
             self.code,
             w.HBox([*buttons, self.reason]),
         ])
@@ -149,6 +195,7 @@ class ApprovalCard:
 
     def _edit(self, _: Any) -> None:
         self.code.disabled = False
+        self.code.layout.display = None  # (shown now when hidden characters kept it hidden)
 
     def _skip(self, _: Any) -> None:
         self._resolve(Decision("skip", reason=self.reason.value.strip()))
@@ -162,7 +209,7 @@ class ApprovalCard:
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.root.model_id},
             "text/plain": f"[approval card: step {self.request.step}, "
-                          f"{self.request.tool or self.request.block.language}"
+                          f"{self.request.tool or visible(self.request.block.language)}"
                           + (", recognised as code]" if self.request.block.bare else "]"),
         }
         publish("display_data", {"data": data, "metadata": {},
@@ -171,9 +218,7 @@ class ApprovalCard:
     def finish(self, publish: Publish, decision: Decision) -> None:
         """Replace the card by its static record and release the widgets."""
         record = record_html(self.request, decision)
-        plain = f"[step {self.request.step}: {decision.label}]"
-        if decision.action == "run":
-            plain += "\n" + decision.code
+        plain = record_plain(self.request, decision)
         publish("update_display_data", {
             "data": {"text/html": record, "text/plain": plain}, "metadata": {},
             "transient": {"display_id": self.display_id}})

@@ -23,7 +23,7 @@ from oi_kernel.core.small_model import ModelPolicy, policy_for
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, code_hash
 from oi_kernel.safety.redact import SecretSet
-from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, format_flags, review
+from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, character_flags, format_flags, review
 from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, code_sources
 
 UNTRUSTED = "untrusted-content"  # the flag of a step that follows text from outside
@@ -91,7 +91,7 @@ class StepRunner(Rollback):
         if block.tool:
             spec = self.toolbox.spec(block.tool)
             language: str | None = block.language
-            flags = tool_flags(spec)
+            flags = tool_flags(spec) + character_flags(block.code, "json")
             sandboxed = False
         else:
             spec = None

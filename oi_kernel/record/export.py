@@ -3,7 +3,10 @@
 ``export_notebook`` turns a session log into an ordinary ``python3`` notebook:
 each instruction as a markdown cell, then exactly the code that ran (the edited
 text when the user edited it) with the outputs it produced, and provenance in the
-metadata; ``record.verify`` checks that it still reproduces.
+metadata; ``record.verify`` checks that it still reproduces. A code cell whose code hides
+characters (bidi controls, escapes, zero-width characters, mixed-script names) keeps the
+real code, so the notebook reproduces what ran, and is preceded by a markdown note showing
+it with each hidden character marked (``safety.visible``), also listed in its metadata.
 
 nbformat is imported inside the functions so that importing this module stays cheap.
 """
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from oi_kernel.core.languages import as_ipython_cell
 from oi_kernel.core.types import code_hash
 from oi_kernel.errors import OIError
+from oi_kernel.safety.visible import hidden_findings, needs_marking, visible
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -195,6 +199,10 @@ class _Builder:
         if status != "ok":
             meta["failed"] = status
             self.cells.append(_markdown(f"*(This step failed when it ran: {status}.)*"))
+        found = [str(f) for f in hidden_findings(r.get("code") or "", r.get("language") or "")]
+        if found or needs_marking(source):
+            meta["hidden_characters"] = found
+            self.cells.append(_markdown(hidden_note(source, found)))
         self.count += 1
         outputs = [o for o in (_output(o, self.count) for o in r.get("outputs") or []) if o]
         self.cells.append(
@@ -205,6 +213,17 @@ class _Builder:
                 metadata={"oi_kernel": {k: v for k, v in meta.items() if v is not None}},
             )
         )
+
+
+def hidden_note(source: str, findings: list[str]) -> str:
+    """The markdown shown above a cell whose code hides characters: what they are and where,
+    and the code with each one marked."""
+    shown = visible(source)
+    fence = "````" if "```" in shown else "```"
+    items = "\n".join(f"- {visible(f)}" for f in findings)
+    return ("⚠️ **The next cell holds characters that show differently from what runs.** "
+            "The cell keeps the code exactly as it ran; here it is with each one marked "
+            f"⟦…⟧:\n\n{items}\n\n{fence}python\n{shown}\n{fence}")
 
 
 def _source(r: dict[str, Any]) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from oi_kernel.core.events import EventSink
 from oi_kernel.errors import OIError
+from oi_kernel.record.listing import history_markdown, log_markdown
 from oi_kernel.session.assembly import RESTART_NOTICE, Session
 
 ON, OFF = frozenset({"on", "1", "true", "yes"}), frozenset({"off", "0", "false", "no"})
@@ -337,14 +338,7 @@ def _history(ctx: CommandContext, arg: str) -> None:
     if not turns:
         ctx.say("No instructions yet.")
         return
-    lines = []
-    for turn in turns:
-        first = (turn.instruction.splitlines() or [""])[0][:100]
-        lines.append(f"{turn.index}. {first} — {turn.end_reason or 'running'}")
-        for step in turn.steps:
-            label = step.decision.label if step.decision else step.status
-            lines.append(f"   - step {step.index} ({step.block.language}): {label}, {step.status}")
-    ctx.say("```\n" + "\n".join(lines) + "\n```")
+    ctx.say(history_markdown(turns))
 
 
 @command("undo", "[N]", "forget the last instruction (or N) and roll back what its code did")
@@ -460,10 +454,13 @@ def _tokens(ctx: CommandContext, arg: str) -> None:
     ctx.say(text)
 
 
-@command("log", "", "show the session log's path")
+@command("log", "[N]", "show the session log's path and its last N events (10)")
 def _log(ctx: CommandContext, arg: str) -> None:
+    if arg and not (arg.isdigit() and 0 < int(arg) <= 1000):
+        raise ctx.usage("log [N]  (N: how many of the last events to show, 1 to 1000)")
     log = ctx.session.log
-    ctx.say(f"Session log: `{log.path}`" if log is not None else "This session keeps no log.")
+    ctx.say(log_markdown(log.path, int(arg or 10)) if log is not None
+            else "This session keeps no log.")
 
 
 @command("export", "[PATH] [--include-failed] [--force]",

@@ -14,6 +14,10 @@ content)`` callable. It has two ways to show the model's reply as it streams:
 
 The model's reasoning goes into a display of its own, collapsed under "thinking" (live),
 or one line saying how long it was (text).
+
+What the model wrote is shown through ``safety.visible``: a hidden character (a bidi
+control, an escape sequence, a zero-width space) appears as a marker naming it, in the
+streamed reply as in a step's code, so no raw control character reaches a terminal.
 """
 
 from __future__ import annotations
@@ -28,14 +32,21 @@ from oi_kernel.core import changes
 from oi_kernel.core import events as E
 from oi_kernel.core.codeblocks import block_spans, reply_text
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
+from oi_kernel.safety.visible import visible
 from oi_kernel.session.error_view import StepErrors
+
+NO_LONG_MARK = 10**12  # streamed pieces are not whole lines: no long-line note there
 
 Publish = Callable[[str, dict[str, Any]], None]
 DISPLAY_MODES = ("auto", "live", "text")
 
 
 def markdown_bundle(text: str, plain: str | None = None) -> dict[str, Any]:
-    return {"text/markdown": text, "text/plain": plain if plain is not None else text}
+    """Markdown and plain text, each with its hidden characters marked (``visible``): the
+    model's reply, a step's code, a notice quoting the model."""
+    text = visible(text, NO_LONG_MARK)
+    plain = visible(plain, NO_LONG_MARK) if plain is not None else text
+    return {"text/markdown": text, "text/plain": plain}
 
 
 def code_markdown(language: str, code: str) -> str:
@@ -52,7 +63,7 @@ def thinking_bundle(text: str, done: bool) -> dict[str, Any]:
     label = f"thinking · {words:,} words" if done else f"thinking… · {words:,} words"
     body = (f'<details class="oi-thinking"><summary style="cursor:pointer;color:#777">'
             f'{label}</summary><pre style="white-space:pre-wrap;color:#777;margin:4px 0">'
-            f"{html.escape(text.strip())}</pre></details>")
+            f"{html.escape(visible(text.strip(), NO_LONG_MARK))}</pre></details>")
     return {"text/html": body, "text/plain": f"[{label}]" if done else "[thinking…]"}
 
 
@@ -163,7 +174,7 @@ class TurnView:
         if not self._text or (self.live and self._text == self._last_sent):
             return
         if not self.live:
-            self.publish("stream", {"name": "stdout", "text": self._text})
+            self.publish("stream", {"name": "stdout", "text": visible(self._text, NO_LONG_MARK)})
             self._printed, self._text = self._text, ""
         elif self._display_id is None:
             self._last_sent = self._text

@@ -15,47 +15,19 @@ import difflib
 import hashlib
 import json
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-# TODO(merge): use oi_kernel.safety.visible (part 1 of issue 30) once it exists; this local
-# helper marks the same classes of characters.
-_KEEP = {"\n", "\t"}
-
-
-def _hidden(ch: str) -> bool:
-    if ch in _KEEP:
-        return False
-    cat = unicodedata.category(ch)
-    # Cc: C0/C1 controls (ESC...); Cf: format (bidi controls, zero-width, soft hyphen...);
-    # Co/Cn: private use and unassigned; Zl/Zp: line/paragraph separators; Zs other than
-    # the plain space: spaces that look like one but are not.
-    return cat in ("Cc", "Cf", "Co", "Cn", "Zl", "Zp") or (cat == "Zs" and ch != " ")
-
-
-def visible(text: str) -> str:
-    """``text`` with every invisible or control character shown as ``⟦U+200B ZERO WIDTH
-    SPACE⟧``; what stays is what a person can see."""
-    if not any(_hidden(ch) for ch in text):
-        return text
-    out = []
-    for ch in text:
-        if _hidden(ch):
-            name = unicodedata.name(ch, "")
-            out.append(f"⟦U+{ord(ch):04X}{' ' + name if name else ''}⟧")
-        else:
-            out.append(ch)
-    return "".join(out)
+from oi_kernel.safety.visible import describe, hidden_in, visible
 
 
 def hidden_characters(text: str) -> list[str]:
     """The distinct invisible/control characters of ``text`` as ``U+200B ZERO WIDTH SPACE``."""
     seen: dict[str, None] = {}
-    for ch in text:
-        if _hidden(ch):
-            seen.setdefault(f"U+{ord(ch):04X} {unicodedata.name(ch, '(unnamed)')}", None)
+    for line in text.split("\n"):
+        for col, _kind in hidden_in(line):
+            seen.setdefault(describe(line[col]), None)
     return list(seen)
 
 

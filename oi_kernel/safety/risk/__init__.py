@@ -2,7 +2,8 @@
 
 ``review(language, code)`` returns ``Flag``s that the approval card shows and
 that the LLM reads back: what a block might delete, overwrite, download, run,
-reveal or install. Python is read through its syntax tree (imports and aliases
+reveal or install, and what it hides (``characters``: bidi controls, control and invisible
+characters, mixed-script identifiers, for every language). Python is read through its syntax tree (imports and aliases
 resolved), shell through ``shlex`` one command at a time; JavaScript and R get
 a light scan for obvious shell-outs and deletes. A flag is advice for a person
 who still decides; reviewing never runs anything. Pure: stdlib only, no I/O.
@@ -11,12 +12,13 @@ who still decides; reviewing never runs anything. Pure: stdlib only, no I/O.
 from __future__ import annotations
 
 from oi_kernel.core.languages import normalize_language
+from oi_kernel.safety.risk.characters import character_flags
 from oi_kernel.safety.risk.common import _RANK, HIGH, MEDIUM, REVIEWERS, Flag, _flag
 from oi_kernel.safety.risk.ipython import _python_findings
 from oi_kernel.safety.risk.light import _light_findings_fn
 from oi_kernel.safety.risk.shell import _shell_findings
 
-__all__ = ["HIGH", "MEDIUM", "Flag", "format_flags", "review"]
+__all__ = ["HIGH", "MEDIUM", "Flag", "character_flags", "format_flags", "review"]
 
 REVIEWERS.update(
     python=_python_findings,
@@ -38,19 +40,21 @@ def _dedupe(flags: list[Flag]) -> list[Flag]:
 def review(language: str, code: str) -> list[Flag]:
     """Risk flags for ``code`` in ``language``, by line; [] when nothing stands out."""
     lang = normalize_language(language)
+    hidden = character_flags(code, lang or language)  # whatever the language
     if not code.strip() or lang in ("html", "markdown"):
-        return []
+        return hidden
     reviewer = REVIEWERS.get(lang or "")
     if reviewer is None:
         text = (
             f"the language {language!r} is not one oi_kernel reviews, so the code was not reviewed"
         )
-        return [Flag(0, "unparseable", MEDIUM, text)]
+        return _dedupe([*hidden, Flag(0, "unparseable", MEDIUM, text)])
     try:
         found = reviewer(code, 0)
     except RecursionError:
-        return [Flag(0, "unparseable", MEDIUM, "the code is nested too deeply to review")]
-    return _dedupe([_flag(line, f) for line, f in found])
+        found = []
+        hidden.append(Flag(0, "unparseable", MEDIUM, "the code is nested too deeply to review"))
+    return _dedupe([*hidden, *(_flag(line, f) for line, f in found)])
 
 
 def format_flags(flags: list[Flag]) -> str:
