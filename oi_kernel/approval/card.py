@@ -42,7 +42,9 @@ def _flags_html(flags: list[Any]) -> str:
         f"{html.escape(visible(f.reason))}</li>"
         for f in flags
     )
-    return f'<ul class="oi-flags" style="margin:2px 0 4px 0;color:#a15c00">{items}</ul>'
+    # pre-wrap: a flag may hold several lines (a changed MCP tool's diff)
+    return (f'<ul class="oi-flags" style="margin:2px 0 4px 0;color:#a15c00;'
+            f'white-space:pre-wrap">{items}</ul>')
 
 
 VISIBLE_NOTE = ("This code holds characters that show differently from what runs. Below is "
