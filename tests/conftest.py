@@ -187,18 +187,29 @@ def _uses(item: pytest.Item, pattern: re.Pattern[str] = _HEAVY) -> bool:
             return True
     return False
 
+# The kernel smoke tests every extra Python runs next to its unit lane (scripts/python-lane):
+# real kernels, a turn with tool output fed back, direct cells, stdin approval, an interrupt,
+# %%oi in a python3 kernel and the approval card.
+SMOKE_TESTS = {
+    "test_kernel.py::test_two_turns_share_variables_and_feed_output_back",
+    "test_kernel.py::test_direct_python_and_shell_cells",
+    "test_kernel.py::test_stdin_approval",
+    "test_kernel.py::test_interrupt_while_code_runs",
+    "test_magics.py::test_variables_flow_between_the_user_and_the_model",
+    "test_magics.py::test_card_blocks_until_run_is_clicked",
+}
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if any(item.get_closest_marker(lane) for lane in LANES):
-            if item.get_closest_marker("local") is None and _LOCAL.search(item.name):
-                item.add_marker(pytest.mark.local)
-            continue  # marked by hand
         module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
-        test = f"{module}.py::{item.originalname if hasattr(item, 'originalname') else item.name}"
-        lane = (MODULE_LANES.get(module) or TEST_LANES.get(test)
-                or ("kernel" if _uses(item) else "unit"))
-        item.add_marker(getattr(pytest.mark, lane))
+        test = f"{module}.py::{getattr(item, 'originalname', item.name)}"
+        if test in SMOKE_TESTS:
+            item.add_marker(pytest.mark.smoke)
+        if not any(item.get_closest_marker(lane) for lane in LANES):  # else marked by hand
+            lane = (MODULE_LANES.get(module) or TEST_LANES.get(test)
+                    or ("kernel" if _uses(item) else "unit"))
+            item.add_marker(getattr(pytest.mark, lane))
         if item.get_closest_marker("local") is None and (
                 _LOCAL.search(item.name) or _uses(item, _LOCAL)):
             item.add_marker(pytest.mark.local)
