@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{load_after[0]:.2f} (1 min)",
         f"- Each venv holds litellm and its own dependencies only (no mcp); {args.runs} fresh "
         "processes each, interleaved; medians. Both answered one plain and one streamed "
-        "completion() of the scripted server before measuring.",
+        "completion() of the scripted server before measuring. Wall time grows with the "
+        "machine's load; CPU time and RSS are the figures to compare across runs.",
         "",
         f"| metric | floor: litellm {checks['floor']['version']} | newest: litellm "
         f"{checks['newest']['version']} | newest / floor |",
