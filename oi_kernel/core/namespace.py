@@ -198,7 +198,8 @@ def _describe_other(value: Any) -> str:
     read a file or print megabytes.
     """
     kind = type(value)
-    if kind.__module__ in _VALUE_MODULES or kind is range:
+    # (the package's top name: on 3.13 paths are ``pathlib._local`` classes)
+    if kind.__module__.partition(".")[0] in _VALUE_MODULES or kind is range:
         return f"{_type_name(value)} = {_short(repr(value))}"
     if callable(value):
         return f"{_type_name(value)} (callable)"
