@@ -196,7 +196,8 @@ def test_text_display_without_a_prompt_shows_the_step():
     play(TurnView(screen, live=False, shows_code=True), ["Here it is."])
     plain = [c["data"]["text/plain"] for c in screen.of("display_data")]
     assert "[step 1: python]\nimport math\nprint(math.pi)" in plain
-    assert "*Step 1: approved*" in [c["data"]["text/markdown"] for c in screen.of("display_data")]
+    assert "*Step 1: approved by user*" in [c["data"]["text/markdown"]
+                                             for c in screen.of("display_data")]
 
 
 @pytest.mark.unit

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from oi_kernel.core import identity
 from oi_kernel.core.types import code_hash
 from oi_kernel.record.session_log import read_log
 from tests import llm_server as S
@@ -141,10 +142,11 @@ def test_history_and_log_show_markers_not_raw_characters(oi, _server):
     _server.enqueue(S.tool_call(ESCAPES), S.text("done"))
     oi.execute("tidy", stdin=["y"])
     history = oi.execute("%history").text
-    assert "step 1 (python): approved, ok · # tidy the output⟦U+001B ESC⟧[2K" in history
+    who = identity.person(oi.kc.session.username)  # the stdin answer names who typed it
+    assert f"step 1 (python): approved by {who}, ok · # tidy the output⟦U+001B ESC⟧[2K" in history
     log = oi.execute("%log 12").text
     assert "code_proposed" in log and "# tidy the output⟦U+001B ESC⟧[2K" in log
-    assert "approved by user · sha256 " + code_hash(ESCAPES)[:12] in log
+    assert f"approved by {who} · sha256 " + code_hash(ESCAPES)[:12] in log
     assert "\x1b" not in history + log
     assert "Usage: %log [N]" in oi.execute("%log lots").text
 

@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from oi_kernel.core import four_eyes, identity
 from oi_kernel.core.types import ApprovalRequest, Decision
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.safety.visible import LONG_LINE, needs_marking, visible
@@ -93,6 +94,11 @@ def approval_prompt(request: ApprovalRequest, full: bool = False) -> str:
                 "Arguments (JSON):")
     if request.block.bare:
         head += "\n" + RECOGNISED_PROMPT
+    if request.four_eyes:
+        author = visible(request.author)
+        head += ("\n" + four_eyes.waiting_text(author, request.four_eyes,
+                                                request.four_eyes_source)
+                 + "\n" + four_eyes.how_to_proceed(request.four_eyes_source))
     if needs_marking(code):
         head += "\n" + HIDDEN_NOTE
     body, cut = code_excerpt(code, full)
@@ -114,11 +120,20 @@ def edit_prompt(code: str) -> str:
     return "\n".join([*lines, EDIT_PROMPT])
 
 
+def answerer(answer: str) -> str:
+    """Who typed ``answer``: the ``by`` an ``ask`` may attach to it (the input_reply's
+    header username, ``session.stdin.Answer``), with ``core.identity``'s fallbacks."""
+    return identity.person(getattr(answer, "by", None))
+
+
 class StdinApprover:
     """Asks on the frontend's stdin (a terminal's prompt); refuses when there is none.
 
     Every question carries what it is about (``approval_prompt``): a client may draw
-    the prompt before the output that was sent just before it."""
+    the prompt before the output that was sent just before it. The decision names who
+    answered (``answerer``). Under four-eyes approval a run answered by the instruction's
+    author becomes a skip that says why and how to proceed (a terminal has no one else to
+    wait for; the question said so before it was answered)."""
 
     shows_code = True
 
@@ -129,27 +144,39 @@ class StdinApprover:
     async def decide(self, request: ApprovalRequest) -> Decision:
         if not self.has_stdin():
             raise ApprovalUnavailableError()
+        decision = await self._ask_until_decided(request)
+        if (request.four_eyes and decision.action == "run"
+                and identity.same_person(decision.by, request.author)):
+            return Decision("skip", by=decision.by, reason=four_eyes.refusal_text(
+                request.author, request.four_eyes, request.four_eyes_source))
+        return decision
+
+    async def _ask_until_decided(self, request: ApprovalRequest) -> Decision:
         code = request.block.code
         full = False
+        by = ""
         try:
             while True:
-                choice = parse_answer(await self.ask(approval_prompt(request, full)))
+                answer = await self.ask(approval_prompt(request, full))
+                by = answerer(answer)
+                choice = parse_answer(answer)
                 if choice == "view":
                     full = True
                     continue
                 if choice != "edit":
                     break
                 answer = await self.ask(edit_prompt(code))
+                by = answerer(answer)
                 if answer.strip():
                     edited = _unescape(answer)
-                    return Decision("run", edited, edited=edited != code)
+                    return Decision("run", edited, edited=edited != code, by=by)
         except EOFError:  # Ctrl-D at the prompt: the user leaves this instruction
-            return Decision("stop", reason="Ctrl-D at the prompt")
+            return Decision("stop", reason="Ctrl-D at the prompt", by=by or identity.person())
         if choice in {"run", "all"}:
-            return Decision("run", code, run_all=choice == "all")
+            return Decision("run", code, run_all=choice == "all", by=by)
         if choice == "stop":
-            return Decision("stop")
-        return Decision("skip")
+            return Decision("stop", by=by)
+        return Decision("skip", by=by)
 
 
 def _unescape(line: str) -> str:

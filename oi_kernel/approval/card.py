@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from oi_kernel.core import four_eyes, identity
 from oi_kernel.core.types import ApprovalRequest, Decision
 from oi_kernel.safety.visible import has_hidden, hidden_findings, needs_marking, visible
 
@@ -121,7 +122,8 @@ def record_html(request: ApprovalRequest, decision: Decision) -> str:
 
 def record_plain(request: ApprovalRequest, decision: Decision) -> str:
     """The record as plain text (a terminal, a text-only reader): hidden characters marked."""
-    plain = f"[step {request.step}: {decision.label}]"
+    by = "" if decision.by == "auto" else f" by {visible(decision.by)}"
+    plain = f"[step {request.step}: {decision.label}{by}]"
     return plain + "\n" + visible(decision.code) if decision.action == "run" else plain
 
 
@@ -155,11 +157,15 @@ class ApprovalCard:
             buttons = [b for b in buttons if "oi-run-all" not in b._dom_classes]
         self.buttons = buttons
         shown = [w.HTML(marked)] if marked else []
+        # four-eyes: whom the card waits for; an author's refused Run is said here too
+        self.note = w.HTML(_four_eyes_html(request))
+        self.note.add_class("oi-four-eyes")
         self.root = w.VBox([
             w.HTML(header_html(request)),
             *shown,
             self.code,
             w.HBox([*buttons, self.reason]),
+            self.note,
         ])
         self.root.add_class("oi-card")
         self.root.add_class("oi-card-pending")
@@ -169,8 +175,8 @@ class ApprovalCard:
                 handler: Callable[[Any], None]) -> Any:
         import ipywidgets as w
 
-        button = w.Button(description=text, button_style=style, tooltip=tip,
-                          layout=w.Layout(width="auto"))
+        button = _signed_button(w)(description=text, button_style=style, tooltip=tip,
+                                   layout=w.Layout(width="auto"))
         button.add_class(cls)
         button.on_click(handler)
         return button
@@ -187,23 +193,28 @@ class ApprovalCard:
         text = self.code.value
         return text, text != self.request.block.code
 
-    def _run(self, _: Any) -> None:
+    def _run(self, button: Any, run_all: bool = False) -> None:
+        by = _clicker(button)
+        request = self.request
+        if request.four_eyes and identity.same_person(by, request.author):
+            # refused: the card stays pending for someone else, and says why
+            self.note.value = _four_eyes_html(request, refused=True)
+            return
         code, edited = self._current_code()
-        self._resolve(Decision("run", code, edited=edited))
+        self._resolve(Decision("run", code, edited=edited, run_all=run_all, by=by))
 
-    def _run_all(self, _: Any) -> None:
-        code, edited = self._current_code()
-        self._resolve(Decision("run", code, edited=edited, run_all=True))
+    def _run_all(self, button: Any) -> None:
+        self._run(button, run_all=True)
 
     def _edit(self, _: Any) -> None:
         self.code.disabled = False
         self.code.layout.display = None  # (shown now when hidden characters kept it hidden)
 
-    def _skip(self, _: Any) -> None:
-        self._resolve(Decision("skip", reason=self.reason.value.strip()))
+    def _skip(self, button: Any) -> None:
+        self._resolve(Decision("skip", reason=self.reason.value.strip(), by=_clicker(button)))
 
-    def _stop(self, _: Any) -> None:
-        self._resolve(Decision("stop", reason=self.reason.value.strip()))
+    def _stop(self, button: Any) -> None:
+        self._resolve(Decision("stop", reason=self.reason.value.strip(), by=_clicker(button)))
 
     # ------------------------------------------------------------------ display
     def show(self, publish: Publish) -> None:
@@ -226,6 +237,48 @@ class ApprovalCard:
             "transient": {"display_id": self.display_id}})
         decision.shown = {"display_id": self.display_id, "html": record, "plain": plain}
         _close_tree(self.root)
+
+
+_SIGNED: list[Any] = []
+
+
+def _signed_button(w: Any) -> Any:
+    """A Button that keeps the ``username`` of the comm message that clicked it (``sender``,
+    read by the click handler, which runs inside that message's handling): each click names
+    its own sender, whichever front door (kernel, ``%%oi``) and whichever collaborator."""
+    if not _SIGNED:
+        class SignedButton(w.Button):
+            sender = None
+
+            def _handle_msg(self, msg: dict[str, Any]) -> None:
+                self.sender = (msg.get("header") or {}).get("username")
+                try:
+                    super()._handle_msg(msg)
+                finally:
+                    self.sender = None
+
+        _SIGNED.append(SignedButton)
+    return _SIGNED[0]
+
+
+def _clicker(button: Any) -> str:
+    """Who clicked ``button``: the click's own header username, with ``core.identity``'s
+    fallbacks (the Hub user, the OS user)."""
+    return identity.person(getattr(button, "sender", None))
+
+
+def _four_eyes_html(request: ApprovalRequest, refused: bool = False) -> str:
+    """The card's four-eyes line ("" when the step does not need a second person)."""
+    if not request.four_eyes:
+        return ""
+    author = visible(request.author)
+    text = four_eyes.waiting_text(author, request.four_eyes, request.four_eyes_source)
+    html_text = f'<div class="oi-four-eyes-wait" style="color:#5a3e9b">{html.escape(text)}</div>'
+    if refused:
+        refusal = four_eyes.refusal_text(author, request.four_eyes, request.four_eyes_source)
+        html_text += (f'<div class="oi-four-eyes-refused" style="color:#b00020">'
+                      f"{html.escape(refusal)}</div>")
+    return html_text
 
 
 def _close_tree(widget: Any) -> None:

@@ -21,17 +21,20 @@ class EngineSettings(LoggingConfigurable):
 
 
     approval = Enum(
-        ["always", "risky", "never"],
+        ["always", "risky", "never", "four-eyes", "four-eyes-all"],
         config=True,
         help="When to ask before running code: 'always' (every block), 'risky' (only blocks "
-        "the risk review flags), 'never' (run everything: auto-run). Env: OI_APPROVAL; "
-        "OI_AUTO_RUN=1 means 'never'.",
+        "the risk review flags), 'never' (run everything: auto-run), 'four-eyes' (every "
+        "block asks, and one with a high risk flag must be run by someone other than the "
+        "person who sent the instruction), 'four-eyes-all' (every block needs that second "
+        "person). Env: OI_APPROVAL; OI_AUTO_RUN=1 means 'never'.",
     )
 
     @default("approval")
     def _approval_default(self) -> str:
         help_text = self.traits()["approval"].help
-        env = config.env_choice("OI_APPROVAL", ["always", "risky", "never"], "", help=help_text)
+        env = config.env_choice("OI_APPROVAL", ["always", "risky", "never", "four-eyes",
+                                                 "four-eyes-all"], "", help=help_text)
         if env:
             return env
         return "never" if config.env_flag("OI_AUTO_RUN", help=help_text) else "always"

@@ -13,7 +13,7 @@ from typing import Any
 
 from traitlets import Instance
 
-from oi_kernel.core import changes, prompts
+from oi_kernel.core import changes, four_eyes, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.events import CodeProposed, Decided, EventSink, Notice, StepDone
 from oi_kernel.core.executor import Approver, ExecResult, Executor
@@ -51,6 +51,7 @@ class StepRunner(Rollback):
         # Set by an administrator's policy (session.policy_rules): the least approval that
         # applies even after "Run all", and who set each session cap (for its message).
         self.approval_floor = "never"
+        self.author = ""  # who sent the current instruction (set by the front door)
         self.cap_sources: dict[str, str] = {}
         # "ask": the policy makes every step that follows outside content ask (Run all too)
         self.untrusted_content = ""
@@ -102,8 +103,10 @@ class StepRunner(Rollback):
         if followed:
             flags = [*flags, untrusted_flag(followed)]
         request = ApprovalRequest(turn.index, record.index, block, flags, sandboxed,
-                                  run_all_allowed=self.approval_floor != "always",
-                                  tool=spec.label if spec else "")
+                                  run_all_allowed=not _asks(self.approval_floor, None),
+                                  tool=spec.label if spec else "",
+                                  author=self.author or identity.person())
+        self.four_eyes_for(request)
         self.log_event("code_proposed", turn=turn.index, step=record.index,
                        language=block.language, code=block.code, sha256=code_hash(block.code),
                        flags=[dataclasses.asdict(f) for f in flags],
@@ -132,7 +135,9 @@ class StepRunner(Rollback):
         self.log_event("decision", turn=turn.index, step=record.index, action=decision.label,
                        code=decision.code if ran else "",
                        sha256=code_hash(decision.code) if ran else "",
-                       reason=decision.reason, by=decision.by, **tool_fields(spec))
+                       reason=decision.reason, by=decision.by, **tool_fields(spec),
+                       **({"four_eyes": request.four_eyes, "author": request.author}
+                          if request.four_eyes else {}))
         emit(Decided(record))
         if not ran:
             record.status = "stopped" if decision.action == "stop" else "skipped"
@@ -160,6 +165,8 @@ class StepRunner(Rollback):
         "Run all" or auto-run alike; ``mcp_find`` never does."""
         if request.block.tool == FIND:
             return False
+        if request.four_eyes:  # a second person decides: never by "Run all" or auto-run
+            return True
         if request.block.tool and any(f.category in TOOL_ALWAYS_ASKS for f in request.flags):
             return True
         if self.untrusted_content == "ask" and any(f.category == UNTRUSTED
@@ -169,10 +176,24 @@ class StepRunner(Rollback):
             return True
         return not run_all and _asks(self.approval, request)
 
+    def four_eyes_for(self, request: ApprovalRequest) -> None:
+        """Mark ``request`` as needing a second person when four-eyes approval applies
+        (the policy's floor first: it names who requires it)."""
+        for mode, source in ((self.approval_floor, "policy"), (self.approval, "setting")):
+            if four_eyes.required((mode,), request.flags):
+                request.four_eyes, request.four_eyes_source = mode, source
+                return
+
     async def _decide(self, request: ApprovalRequest, run_all: bool) -> Decision:
         if not self.needs_approval(request, run_all):
             return Decision("run", request.block.code, by="auto")
-        return await self.approver.decide(request)
+        decision = await self.approver.decide(request)
+        if (request.four_eyes and decision.action == "run"
+                and identity.same_person(decision.by, request.author)):
+            # the approver let the author run it (an API callback): not a second person
+            return Decision("skip", by=decision.by, reason=four_eyes.refusal_text(
+                request.author, request.four_eyes, request.four_eyes_source))
+        return decision
 
     async def _execute(
         self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str, emit: EventSink,
@@ -340,8 +361,11 @@ def _with_changes(feedback: str, record: StepRecord) -> str:
     return f"{feedback}\n\n{summary}" if summary else feedback
 
 
-def _asks(approval: str, request: ApprovalRequest) -> bool:
-    return approval == "always" or (approval == "risky" and bool(request.flags))
+def _asks(approval: str, request: ApprovalRequest | None) -> bool:
+    """Whether ``approval`` asks about ``request`` (None: about a step without flags)."""
+    if approval == "always" or approval in four_eyes.MODES:
+        return True
+    return approval == "risky" and request is not None and bool(request.flags)
 
 
 def review_or_flag(language: str, code: str) -> list[Flag]:

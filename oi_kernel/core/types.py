@@ -88,6 +88,12 @@ class ApprovalRequest:
     sandboxed: bool = False
     run_all_allowed: bool = True  # False: an administrator's policy asks about every block
     tool: str = ""  # a tool step: "server › tool" (the block's code is the JSON arguments)
+    author: str = ""  # who sent the instruction (``core.identity``)
+    # four-eyes: the mode ("four-eyes" / "four-eyes-all") that makes this step need a
+    # decision by someone other than ``author`` ("" when it does not), and who set it
+    # ("policy": the administrator's policy, "setting": %approval or the config)
+    four_eyes: str = ""
+    four_eyes_source: str = ""
 
 
 @dataclass
@@ -96,7 +102,9 @@ class Decision:
 
     ``action`` "run" runs ``code`` (the shown text, or the user's edit when
     ``edited``); "skip" runs nothing and tells the LLM ``reason``; "stop" ends the
-    instruction. ``run_all`` approves the rest of the instruction's steps too.
+    instruction. ``run_all`` approves the rest of the instruction's steps too. ``by`` names
+    who decided: a person's name (``core.identity``), or "auto" (nobody was asked); logs
+    written before names were recorded say "user".
     """
 
     action: Action

@@ -23,6 +23,7 @@ from traitlets import Enum, default
 from oi_kernel import __version__, config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
+from oi_kernel.core import identity
 from oi_kernel.errors import OIError
 from oi_kernel.execution.runner import Execution
 from oi_kernel.kernel import cells
@@ -259,6 +260,7 @@ class OIKernel(DirectCells, Kernel):
         self._parent_msg = self.get_parent("shell")
         self._parent_ident = self._get_shell_context_var(self._shell_parent_ident)
         self._allow_stdin = allow_stdin
+        self.engine.author = identity.from_message(self._parent_msg)
         ok = {
             "status": "ok",
             "execution_count": self.execution_count,
@@ -355,7 +357,7 @@ class OIKernel(DirectCells, Kernel):
     async def _on_child_input(self, prompt: str, password: bool, parent_id: str) -> str:
         if not self._allow_stdin:
             return ""
-        return await self.ask_stdin(prompt, password)
+        return str(await self.ask_stdin(prompt, password))
 
     # ------------------------------------------------------------------ comms
     async def _comm_open(self, stream: Any, ident: Any, msg: dict[str, Any]) -> None:

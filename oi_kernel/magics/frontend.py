@@ -14,6 +14,7 @@ import asyncio
 import sys
 from typing import Any
 
+from oi_kernel.core import identity
 from oi_kernel.execution.shell import InterruptGuard
 from oi_kernel.session import stdin
 
@@ -25,6 +26,7 @@ class KernelFrontend:
         self.kernel = kernel
         self.widgets = widgets
         self.parent = kernel.get_parent("shell")
+        self.author = identity.from_message(self.parent)  # who sent this cell
         try:
             self.ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
         except Exception:  # an ipykernel without per-request identities
@@ -58,6 +60,7 @@ class TerminalFrontend:
 
     def __init__(self, guard: InterruptGuard) -> None:
         self.guard = guard
+        self.author = identity.person()  # the terminal's user
         self._shown: dict[str, str] = {}  # display_id -> text printed so far
         self._open: str | None = None  # display_id whose last line is still being written
 

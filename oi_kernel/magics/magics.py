@@ -198,6 +198,7 @@ class OIMagics(Magics):
             raise UsageError(str(exc)) from None
         self._running = True
         self.frontend = frontend = self._new_frontend()
+        self.engine.author = frontend.author
         try:
             with self._cell_options(args):
                 task = asyncio.ensure_future(self.engine.run_turn(instruction, self._view(frontend)))

@@ -105,6 +105,8 @@ def history_markdown(turns: list[Turn]) -> str:
         lines.append(f"{turn.index}. {first} — {turn.end_reason or 'running'}")
         for step in turn.steps:
             label = step.decision.label if step.decision else step.status
+            if step.decision and step.decision.by != "auto":
+                label += f" by {visible(step.decision.by)}"
             ran = step.decision.code if step.decision and step.decision.code else step.block.code
             lines.append(f"   - step {step.index} ({visible(step.block.language)}): {label}, "
                          f"{step.status} · {first_line(ran, 70)}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oi_kernel.core.events import EventSink
+from oi_kernel.core.four_eyes import APPROVALS, describe
 from oi_kernel.errors import OIError
 from oi_kernel.record.listing import history_markdown, log_markdown
 from oi_kernel.session.assembly import RESTART_NOTICE, Session
@@ -196,14 +197,15 @@ def _auto_run(ctx: CommandContext, arg: str) -> None:
     ctx.say(f"Auto-run is {state}.")
 
 
-@command("approval", "always|risky|never", "when to ask before running code")
+@command("approval", "|".join(APPROVALS), "when to ask before running code, and whether a "
+         "second person must run it (four-eyes)")
 def _approval(ctx: CommandContext, arg: str) -> None:
     engine = ctx.session.engine
     if arg:
-        if arg not in {"always", "risky", "never"}:
-            raise ctx.usage("approval always|risky|never")
+        if arg not in APPROVALS:
+            raise ctx.usage("approval " + "|".join(APPROVALS))
         engine.approval = arg
-    ctx.say(f"Approval policy: `{engine.approval}`.")
+    ctx.say(f"Approval policy: `{engine.approval}`.{describe(engine.approval)}")
 
 
 @command("display", "auto|live|text", "how replies stream: updated in place (live), printed "

@@ -21,7 +21,7 @@ from typing import Any
 from traitlets import TraitError
 
 from oi_kernel.errors import PolicyError
-from oi_kernel.session.policy import APPROVAL_RANK, Policy
+from oi_kernel.session.policy import APPROVAL_ORDER, APPROVAL_RANK, Policy
 
 CAPS = ("max_cost_per_session", "max_tokens_per_session")
 
@@ -36,7 +36,7 @@ def approval_problem(policy: Policy, value: str) -> str:
     if APPROVAL_RANK.get(value, 0) >= APPROVAL_RANK[policy.approval]:
         return ""
     return (f"Approval `{value}` is not allowed: {policy.where('approval')} requires at least "
-            f"`{policy.approval}` (always > risky > never).")
+            f"`{policy.approval}` ({APPROVAL_ORDER}).")
 
 
 def limit_problem(policy: Policy, key: str, value: Any) -> str:

@@ -20,10 +20,23 @@ IOPUB_WAIT_S = 1.0
 EOT = "\x04"  # what jupyter console sends for Ctrl-D
 
 
+class Answer(str):
+    """A typed answer that knows who sent it: ``by`` is the input_reply's header username
+    as the client sent it (unchecked; ``core.identity`` decides whether it names someone)."""
+
+    by: str = ""
+
+    @classmethod
+    def of(cls, value: str, reply: dict[str, Any]) -> Answer:
+        answer = cls(value)
+        answer.by = str((reply.get("header") or {}).get("username") or "")
+        return answer
+
+
 async def ask(kernel: Any, prompt: str, *, parent: dict[str, Any], ident: Any,
-              password: bool = False) -> str:
-    """An ``input_request`` to the frontend of ``parent``'s cell; its answer. Ctrl-D in a
-    terminal frontend raises ``EOFError``."""
+              password: bool = False) -> Answer:
+    """An ``input_request`` to the frontend of ``parent``'s cell; its answer (an ``Answer``,
+    which names who sent it). Ctrl-D in a terminal frontend raises ``EOFError``."""
     flush_std_streams()
     await iopub_sent(kernel)
     sock = kernel.stdin_socket
@@ -41,7 +54,7 @@ async def ask(kernel: Any, prompt: str, *, parent: dict[str, Any], ident: Any,
             value = str(reply["content"].get("value", ""))
             if value == EOT:
                 raise EOFError
-            return value
+            return Answer.of(value, reply)
         await asyncio.sleep(POLL_S)
 
 

@@ -337,7 +337,8 @@ class TurnView:
         elif isinstance(event, E.Decided) and self.shows_code:
             d = event.record.decision
             if d is not None and d.by != "auto":
-                self.show_markdown(f"*Step {event.record.index}: {d.label}*")
+                self.show_markdown(f"*Step {event.record.index}: {d.label} by "
+                                   f"{visible(d.by)}*")
         elif isinstance(event, E.StepDone):
             if self._errors is not None:
                 self._errors.show(event.record)
