@@ -13,6 +13,7 @@ import pytest
 from tests import llm_server as S
 from tests.browser_support import Lab, LabServer, write_notebook
 from tests.env import oi_env
+from tests.test_tools import tool_messages
 from tests.test_browser import (  # noqa: F401  (fixtures)
     OI_KERNEL,
     UI_TIMEOUT,
@@ -86,7 +87,8 @@ def test_tool_call_cards_run_edit_skip(lab: Lab, lab_server: LabServer, llm):  #
     lab.wait_kernel_idle()
     lab.screenshot("browser-tool-cards-decided.png")
 
-    results = [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+    # (each result reaches the model framed as untrusted data: docs/security.md)
+    results = tool_messages(llm.requests[-1])
     assert results[0] == "5.0" and results[1] == "pear: 2.5 EUR"
     assert results[2].startswith("The user declined") and "keep the apples" in results[2]
     decided = cell.locator(".oi-card-decided")
