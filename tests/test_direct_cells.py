@@ -121,6 +121,43 @@ def test_every_direct_cell_is_in_the_log_right_after_it(ks):
     assert seqs == sorted(seqs)
 
 
+def _directs_on_disk(path: Path) -> list[str]:
+    """The code of the ``direct`` records already on disk (no request is sent)."""
+    return [r["code"] for r in read_log(path) if r["event"] == "direct"]
+
+
+def test_a_direct_cells_record_reaches_the_disk_without_another_request(ks):
+    path = Path(ks.execute("%log").text.split("`")[1])
+    ks.execute("%%python\nidle_marker = 1")
+    deadline = time.monotonic() + 5
+    while "idle_marker = 1" not in _directs_on_disk(path):
+        assert time.monotonic() < deadline, "record not written while the kernel was idle"
+        time.sleep(0.02)
+
+
+def test_cells_sent_back_to_back_are_logged_within_a_bounded_time(ks):
+    """Run All: records wait while requests keep coming, but never longer than
+    ``LOG_MAX_DELAY_S`` (a killed kernel loses no record older than that), in order."""
+    from oi_kernel.kernel.direct import LOG_MAX_DELAY_S
+
+    path = Path(ks.execute("%log").text.split("`")[1])
+    first = "%%python\nstream_0 = 0"
+    ks.execute(first)
+    started = time.monotonic()
+    i, seen_while_busy = 1, False
+    while time.monotonic() - started < LOG_MAX_DELAY_S + 1.0:
+        ks.execute(f"%%python\nstream_{i} = {i}")
+        i += 1
+        if time.monotonic() - started > LOG_MAX_DELAY_S + 0.3:
+            seen_while_busy = seen_while_busy or "stream_0 = 0" in _directs_on_disk(path)
+    assert seen_while_busy, "the first record was still queued while cells kept coming"
+    codes = [c for c in _directs_on_disk(path) if c.startswith("stream_")]
+    assert codes[:i - 1] == [f"stream_{n} = {n}" for n in range(len(codes[:i - 1]))]
+    codes = [r["code"] for r in log_records(ks) if r["event"] == "direct"
+             and r["code"].startswith("stream_")]
+    assert codes == [f"stream_{n} = {n}" for n in range(i)]
+
+
 def test_a_large_output_reaches_the_frontend_whole_and_the_log_cut(ks):
     code = "import sys\nsys.stdout.write('a' + 'x' * 6_000_000 + 'z\\n')\nsys.stdout.flush()"
     result = ks.execute("%%python\n" + code, timeout=120)

@@ -3,13 +3,14 @@ in the child as they are, without the model.
 
 They are the kernel's fast path (benchmarks/overhead.py): a ``%%python`` cell is sent to the
 child as soon as its request is read (``_request_read``), and its session-log record is
-written just after the reply (``_log_later``), so neither waits on the other.
+written once the kernel is idle (``_log_later``), so neither waits on the other.
 ``DirectCells`` is a part of ``OIKernel``: it uses the kernel's session (``oi``), child
 proxy and current request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable
@@ -19,7 +20,9 @@ from oi_kernel.core.executor import ExecResult
 from oi_kernel.errors import ChildDiedError
 from oi_kernel.execution.runner import Execution
 
-LOG_DELAY_S = 0.01  # see DirectCells._log_later
+LOG_DELAY_S = 0.01  # queued records are written after this long without a request...
+LOG_MAX_DELAY_S = 0.5  # ...or once the oldest has waited this long (cells keep coming)
+DIRECT_KINDS = ("python", "magic", "shell")  # cells.classify kinds that run_direct runs
 
 
 class DirectCells:
@@ -34,6 +37,10 @@ class DirectCells:
     _last_payload: list[dict[str, Any]]
     _log_queue: list[tuple[str, Callable[[], dict[str, Any]]]]
     _log_failure: str
+    _log_oldest: float
+    _last_reply: float
+    _log_timer: Any
+    _task: Any
 
     def _request_read(self, parent: dict[str, Any]) -> None:
         """An execute request was read: start it in the child now if it is a direct cell."""
@@ -119,14 +126,40 @@ class DirectCells:
         await self.oi.runner.prepare()
         return self.oi.runner.start(code, msg_id=msg_id, allow_stdin=self._allow_stdin)
 
-    # ------------------------------------------------------------------ the log, after the reply
+    # ------------------------------------------------------------------ the log, when idle
     def _log_later(self, event: str, fields: Callable[[], dict[str, Any]]) -> None:
-        """Write a session-log event ``LOG_DELAY_S`` after the cell has replied: decoding,
-        redacting and encoding a large output took tens of ms before the reply, and
-        started at once it held the GIL that the threads sending the reply and idle
-        need. ``fields`` is called then. The next request or the shutdown first writes
-        what is still queued, so the log keeps its order."""
+        """Queue a session-log event; ``fields`` is called when it is written, once the
+        kernel is idle (``_log_when_idle``): decoding, redacting and encoding a large
+        output took tens of ms before the reply, and written at the next request (Run All
+        sends them back to back) it delayed that request. Records keep their order: a
+        cell that writes the log itself (an instruction, a command) first writes what is
+        queued, a direct cell queues behind it; the shutdown writes the rest."""
+        if not self._log_queue:
+            self._log_oldest = time.monotonic()
         self._log_queue.append((event, fields))
+
+    def _log_when_idle(self) -> None:
+        """A cell replied: write the queued records after ``LOG_DELAY_S`` without a
+        request, or when the oldest has waited ``LOG_MAX_DELAY_S`` (so a killed kernel
+        loses no record of a cell that replied more than that long ago)."""
+        self._last_reply = time.monotonic()
+        if self._log_queue and self._log_timer is None:
+            self._log_timer = asyncio.get_running_loop().call_later(
+                LOG_DELAY_S, self._log_timer_fired)
+
+    def _log_timer_fired(self) -> None:
+        self._log_timer = None
+        if not self._log_queue:
+            return
+        now = time.monotonic()
+        quiet = now - self._last_reply
+        if (self._task is not None or quiet < LOG_DELAY_S) and (
+                now - self._log_oldest < LOG_MAX_DELAY_S):
+            wait = LOG_DELAY_S - quiet if self._task is None else LOG_DELAY_S
+            self._log_timer = asyncio.get_running_loop().call_later(
+                max(wait, 0.001), self._log_timer_fired)
+            return
+        self._flush_log()
 
     def _flush_log(self) -> None:
         queue, self._log_queue = self._log_queue, []

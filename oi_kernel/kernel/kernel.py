@@ -28,7 +28,7 @@ from oi_kernel.errors import OIError
 from oi_kernel.execution.runner import Execution
 from oi_kernel.kernel import cells
 from oi_kernel.kernel.child_proxy import COMM_TYPES, ChildProxy
-from oi_kernel.kernel.direct import LOG_DELAY_S, DirectCells
+from oi_kernel.kernel.direct import DIRECT_KINDS, DirectCells
 from oi_kernel.session import commands, stdin
 from oi_kernel.session import last_error as _last_error  # noqa: F401 (registers %last_error)
 from oi_kernel.session.assembly import build_session, kernel_kind
@@ -143,6 +143,9 @@ class OIKernel(DirectCells, Kernel):
         self._instructions: list[tuple[int, str]] = []
         self._log_queue: list[tuple[str, Callable[[], dict[str, Any]]]] = []
         self._log_failure = ""
+        self._log_oldest = 0.0  # when the oldest queued record was queued (monotonic)
+        self._last_reply = 0.0  # when the latest cell replied (monotonic)
+        self._log_timer: asyncio.TimerHandle | None = None
         self._early: Execution | None = None  # a direct cell started by set_parent
         self._early_seen: str | None = None  # the msg_id of the latest execute_request
         self._last_payload: list[dict[str, Any]] = []
@@ -267,7 +270,8 @@ class OIKernel(DirectCells, Kernel):
             "payload": [],
             "user_expressions": {},
         }
-        self._flush_log()
+        if cells.classify(code)[0] not in DIRECT_KINDS:  # it writes the log itself: in order
+            self._flush_log()
         self._report_log_failure()
         if not code.strip():
             return ok
@@ -304,8 +308,7 @@ class OIKernel(DirectCells, Kernel):
             if self._early is not None:  # started but not awaited (a bug): stop collecting
                 self.oi.runner.discard(self._early)
                 self._early = None
-            if self._log_queue:
-                asyncio.get_running_loop().call_later(LOG_DELAY_S, self._flush_log)
+            self._log_when_idle()
         if result is not None:
             return result
         return ok
