@@ -37,9 +37,9 @@ class DirectCells:
     _last_payload: list[dict[str, Any]]
     _log_queue: list[tuple[str, Callable[[], dict[str, Any]]]]
     _log_failure: str
-    _log_oldest: float
-    _last_reply: float
-    _log_timer: Any
+    _log_oldest = 0.0  # when the oldest queued record was queued (monotonic)
+    _last_reply = 0.0  # when the latest cell replied (monotonic)
+    _log_timer: asyncio.TimerHandle | None = None
     _task: Any
 
     def _request_read(self, parent: dict[str, Any]) -> None:

@@ -143,9 +143,6 @@ class OIKernel(DirectCells, Kernel):
         self._instructions: list[tuple[int, str]] = []
         self._log_queue: list[tuple[str, Callable[[], dict[str, Any]]]] = []
         self._log_failure = ""
-        self._log_oldest = 0.0  # when the oldest queued record was queued (monotonic)
-        self._last_reply = 0.0  # when the latest cell replied (monotonic)
-        self._log_timer: asyncio.TimerHandle | None = None
         self._early: Execution | None = None  # a direct cell started by set_parent
         self._early_seen: str | None = None  # the msg_id of the latest execute_request
         self._last_payload: list[dict[str, Any]] = []
