@@ -409,7 +409,7 @@ def register(litellm: Any, parent: Configurable | None = None) -> LocalProvider:
     model = get_model(parent)
     with _setup_lock:
         if _provider is None:
-            _provider = LocalProvider(model)
+            _provider = _as_custom_llm(litellm, model)
             entry = {"provider": PROVIDER, "custom_handler": _provider}
             litellm.custom_provider_map = [
                 *[e for e in litellm.custom_provider_map if e.get("provider") != PROVIDER],
@@ -418,6 +418,20 @@ def register(litellm: Any, parent: Configurable | None = None) -> LocalProvider:
             litellm.utils.custom_llm_setup()
             _register_free_cost(litellm)
     return _provider
+
+
+def _as_custom_llm(litellm: Any, model: LocalModel) -> LocalProvider:
+    """A ``LocalProvider`` that is also litellm's ``CustomLLM``: since 1.110 litellm hands a
+    request to a custom provider only when its handler is an instance of that class (duck
+    typing is no longer enough: "Unmapped LLM provider")."""
+    from litellm.llms.custom_llm import CustomLLM
+
+    class Handler(LocalProvider, CustomLLM):  # ours first: our streaming wins
+        def __init__(self, model: LocalModel) -> None:
+            CustomLLM.__init__(self)
+            LocalProvider.__init__(self, model)
+
+    return Handler(model)
 
 
 def _register_free_cost(litellm: Any) -> None:
