@@ -13,7 +13,6 @@ import pytest
 from tests import llm_server as S
 from tests.browser_support import Lab, LabServer, write_notebook
 from tests.env import oi_env
-from tests.test_tools import tool_messages
 from tests.test_browser import (  # noqa: F401  (fixtures)
     OI_KERNEL,
     UI_TIMEOUT,
@@ -22,6 +21,7 @@ from tests.test_browser import (  # noqa: F401  (fixtures)
     llm,
     pending_card,
 )
+from tests.test_tools import tool_messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[1]
