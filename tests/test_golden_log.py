@@ -52,8 +52,13 @@ def test_the_golden_log_is_what_the_recorder_says() -> None:
     ]
     decisions = [(r["turn"], r["step"], r["action"]) for r in records if r["event"] == "decision"]
     assert decisions == [
-        (1, 1, "approved"), (1, 2, "approved"), (1, 3, "approved"),
-        (2, 1, "edited"), (2, 2, "approved"), (2, 3, "approved"), (2, 4, "skipped"),
+        (1, 1, "approved"),
+        (1, 2, "approved"),
+        (1, 3, "approved"),
+        (2, 1, "edited"),
+        (2, 2, "approved"),
+        (2, 3, "approved"),
+        (2, 4, "skipped"),
     ]
     for r in records:  # every decision and execution names the code it is about by its hash
         if r["event"] in ("execution",) or (r["event"] == "decision" and r["code"]):
@@ -79,7 +84,10 @@ def test_golden_log_exports_what_ran(log: Path, tmp_path: Path) -> None:
     assert [c.outputs[0].text for c in cells if c.outputs] == ["12\n", "5\n", "10\n", "42\n", "3\n"]
     meta = [c.metadata.oi_kernel for c in cells]
     assert [m.get("decision") for m in meta[:5]] == ["approved"] * 2 + ["edited"] + ["approved"] * 2
-    assert all(m.sha256 == sha(c.source.removeprefix("%%bash\n")) for m, c in zip(meta, cells[:5]))
+    assert all(
+        m.sha256 == sha(c.source.removeprefix("%%bash\n"))
+        for m, c in zip(meta[:5], cells[:5], strict=True)
+    )
     assert meta[5].direct == "python"
     assert nb.metadata.oi_kernel.session == "golden-0"
     text = "\n".join(c.source for c in nb.cells)
@@ -104,8 +112,13 @@ def test_golden_log_replays_the_same(log: Path) -> None:
     report = replay_log(log)
     assert report.ok, report.format()
     assert [(c.turn, c.step, c.status) for c in report.checks] == [
-        (1, 1, "same"), (1, 2, "same"), (1, 3, "same"),
-        (2, 1, "same"), (2, 2, "same"), (2, 3, "same"), (2, 4, "skipped"),
+        (1, 1, "same"),
+        (1, 2, "same"),
+        (1, 3, "same"),
+        (2, 1, "same"),
+        (2, 2, "same"),
+        (2, 3, "same"),
+        (2, 4, "skipped"),
         (None, "direct", "same"),
     ], report.format()
 

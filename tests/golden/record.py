@@ -64,8 +64,9 @@ def normalise(records: list[dict], work: str, url: str) -> list[str]:
         record["session"] = session_ids.setdefault(record["session"], f"golden-{len(session_ids)}")
         lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
     # durations and ids of calls vary from run to run
-    return [re.sub(r'"(duration_s|latency_s|cost_s)": [0-9.]+', r'"\1": 0.001', line)
-            for line in lines]
+    return [
+        re.sub(r'"(duration_s|latency_s|cost_s)": [0-9.]+', r'"\1": 0.001', line) for line in lines
+    ]
 
 
 def record(target: Path) -> None:
