@@ -76,7 +76,10 @@ def hub_venv() -> Path:
                            timeout=120)
         own = HUB_VENV / "lib" / f"python{PY}" / "site-packages"
         (own / "oi-kernel-tests-base.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-        probe = [str(python), "-c", "import jupyterhub.app, jupyterhub.singleuser, jupyter_server"]
+        # every top-level module the Hub and its servers import, found (not imported: fast)
+        probe = [str(python), "-c", "import importlib.util as u, sys; sys.exit(not all("
+                 "u.find_spec(m) for m in ('jupyterhub', 'alembic', 'sqlalchemy', 'certipy', "
+                 "'oauthlib', 'pamela', 'jupyter_server', 'tornado', 'jupyter_events')))"]
         if subprocess.run(probe, capture_output=True, timeout=120).returncode != 0:
             subprocess.run([str(python), "-m", "pip", "install", "-q",
                             "--disable-pip-version-check", f"jupyterhub=={HUB_VERSION}"],
@@ -145,7 +148,7 @@ def _config(hub_dir: Path, ports: dict[str, int], password: str, users: list[str
 
 
 def start_hub(hub_dir: Path, environment: dict[str, str], users: list[str], password: str,
-              timeout: float = 90.0) -> Hub:
+              timeout: float = 180.0) -> Hub:
     """A JupyterHub whose single-user servers get ``environment`` (the administrator's
     settings), with ``users`` allowed in with ``password``; ready when its API answers."""
     venv, chp = hub_venv(), proxy_command()
