@@ -1,6 +1,7 @@
-"""A real JupyterHub on 127.0.0.1 for tests: DummyAuthenticator with a password, the
+"""A real JupyterHub on 127.0.0.1 for tests: DummyAuthenticator with a password, a
 SimpleLocalProcessSpawner (every user's single-user server is a local process of the OS user
-running the tests, with that user's own home and ``JUPYTERHUB_USER``), and the Node.js
+running the tests, with that user's own home and ``JUPYTERHUB_USER``; ``USER`` names the OS
+account, as in a container image shared by every user), and the Node.js
 configurable-http-proxy in front.
 
 JupyterHub is not a dependency of oi-kernel, so it lives in a virtual environment of its own,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import getpass
 import json
 import os
 import secrets
@@ -135,7 +137,16 @@ def _config(hub_dir: Path, ports: dict[str, int], password: str, users: list[str
         "c.JupyterHub.authenticator_class = 'dummy'",
         f"c.DummyAuthenticator.password = {password!r}",
         f"c.Authenticator.allowed_users = {set(users)!r}",
-        "c.JupyterHub.spawner_class = 'jupyterhub.spawner.SimpleLocalProcessSpawner'",
+        "from jupyterhub.spawner import SimpleLocalProcessSpawner",
+        "class SameAccountSpawner(SimpleLocalProcessSpawner):",
+        "    # each server: the Hub user's own home and JUPYTERHUB_USER, run by the one OS",
+        "    # account running the Hub and saying so in USER (as a container image's account",
+        "    # is the same for every user)",
+        "    def user_env(self, env):",
+        "        env = super().user_env(env)",
+        f"        env['USER'] = env['LOGNAME'] = {getpass.getuser()!r}",
+        "        return env",
+        "c.JupyterHub.spawner_class = SameAccountSpawner",
         f"c.SimpleLocalProcessSpawner.home_dir_template = {str(hub_dir / 'home' / '{username}')!r}",
         f"c.Spawner.cmd = {spawner_cmd!r}",
         # jupyter_server refuses root without it (CI runs as root); harmless otherwise
@@ -328,6 +339,13 @@ class Reply:
                        if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
 
     @property
+    def records(self) -> list[str]:
+        """The approval cards' decided records (HTML), in order."""
+        return [m["content"]["data"]["text/html"] for m in self.messages
+                if m["msg_type"] == "update_display_data"
+                and "oi-card-decided" in m["content"]["data"].get("text/html", "")]
+
+    @property
     def text(self) -> str:
         """Streams, displays and errors, as plain text."""
         parts = []
@@ -363,10 +381,24 @@ class KernelSocket:
         return {"header": header, "parent_header": parent or {}, "metadata": {},
                 "content": content, "channel": channel, "buffers": []}
 
+    def send(self, msg_type: str, content: dict[str, Any], channel: str = "shell",
+             metadata: dict[str, Any] | None = None) -> None:
+        msg = self._message(msg_type, content, channel)
+        msg["metadata"] = metadata or {}
+        self.ws.send(json.dumps(msg))
+
+    def open_widgets(self) -> None:
+        """Say that this frontend renders widgets, as JupyterLab's widget manager does."""
+        self.send("comm_open", {"comm_id": uuid.uuid4().hex,
+                                "target_name": "jupyter.widget.control", "data": {}},
+                  metadata={"version": "1.0.0"})
+
     def execute(self, code: str, answer: Callable[[str], str] | list[str] | None = None,
-                timeout: float = 120.0) -> Reply:
+                timeout: float = 120.0, on_message: Callable[[dict[str, Any]], None] | None = None,
+                on_other: Callable[[dict[str, Any]], None] | None = None) -> Reply:
         """Run a cell; answer its stdin questions from ``answer`` (a list, or a function of
-        the prompt); wait for its reply and idle."""
+        the prompt); wait for its reply and idle. ``on_message`` sees each iopub message of
+        the cell as it comes, ``on_other`` the iopub messages of other requests (a click's)."""
         import websocket
 
         answers = list(answer) if isinstance(answer, list) else None
@@ -385,6 +417,8 @@ class KernelSocket:
             except websocket.WebSocketTimeoutException:
                 continue
             if (msg.get("parent_header") or {}).get("msg_id") != msg_id:
+                if on_other and msg.get("channel") == "iopub":
+                    on_other(msg)
                 continue
             kind, channel = msg["msg_type"], msg.get("channel")
             if channel == "shell" and kind == "execute_reply":
@@ -402,6 +436,8 @@ class KernelSocket:
                 idle = msg["content"]["execution_state"] == "idle"
             elif channel == "iopub":
                 messages.append(msg)
+                if on_message:
+                    on_message(msg)
         return Reply(reply, messages, prompts)
 
     def close(self) -> None:

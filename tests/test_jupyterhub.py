@@ -3,11 +3,11 @@ log in through the Hub's login form (DummyAuthenticator with a password), each g
 single-user server (SimpleLocalProcessSpawner: a local process with the user's own home and
 ``JUPYTERHUB_USER``; configurable-http-proxy in front), and runs instructions on the Open
 Interpreter kernel there, over the server's REST API and kernel websocket as JupyterLab does
-(an empty ``username`` in the message headers).
+(an empty ``username`` in the message headers). alice's frontend renders widgets, so she
+decides on the approval card (comm clicks); bob's does not, so he answers the stdin question.
 
 The administrator's settings reach every server from ``c.Spawner.environment`` in the Hub's
-config: the model (the scripted server), the stdin approval question, and
-``JUPYTER_CONFIG_PATH`` naming a directory with ``oi_kernel_policy.json`` requiring four-eyes
+config: the model (the scripted server) and ``JUPYTER_CONFIG_PATH`` naming a directory with ``oi_kernel_policy.json`` requiring four-eyes
 approval. What must hold: each user's session log is in that user's own home, and its
 decisions name the Hub user (not the OS user running every process); the policy applies to
 both servers. JupyterHub and the proxy are installed on first use (tests/hub_support.py)."""
@@ -15,6 +15,7 @@ both servers. JupyterHub and the proxy are installed on first use (tests/hub_sup
 from __future__ import annotations
 
 import getpass
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import pytest
 from tests import hub_support as H
 from tests import llm_server as S
 from tests.env import TEST_KEY
+from tests.test_card import Frontend
 from tests.test_identity import RISKY
 from tests.test_policy import write_policy
 
@@ -40,7 +42,7 @@ def hub(_server, tmp_path_factory):
     write_policy(admin, {"approval": "four-eyes"})
     environment = {
         "OI_MODEL": "openai/scripted", "OI_API_BASE": _server.url, "OI_API_KEY": TEST_KEY,
-        "OI_APPROVAL_UI": "stdin", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "JUPYTER_CONFIG_PATH": str(admin),
     }
     try:
@@ -65,12 +67,51 @@ def people(hub):
             user.request_token()
             user.start_server()
             user.kernel = user.start_kernel()
+            if name == "alice":
+                user.kernel.open_widgets()
             found[name] = user
         yield found
     finally:
         for user in found.values():
             user.kernel.close()
             user.stop_server()
+
+
+class Card(Frontend):
+    """alice's JupyterLab: on each approval card, clicks ``buttons`` back to back over the
+    websocket (comm messages with an empty username), and keeps the card's four-eyes lines."""
+
+    def __init__(self, kernel: H.KernelSocket, buttons: list[str]) -> None:
+        super().__init__(kernel, [])
+        self.buttons = buttons
+        self.notes: list[str] = []
+
+    def watch(self, msg: dict[str, Any]) -> None:
+        if msg["msg_type"] in ("comm_msg", "comm_open"):
+            value = html.unescape(str((msg["content"]["data"].get("state") or {}).get("value", "")))
+            if "four-eyes" in value.lower():
+                self.notes.append(value)
+
+    def __call__(self, msg: dict[str, Any]) -> None:
+        super().__call__(msg)
+        self.watch(msg)
+        if msg["msg_type"] == "display_data" and (
+                "application/vnd.jupyter.widget-view+json" in msg["content"]["data"]):
+            for button in self.buttons:
+                self.click(button)
+
+    def click(self, cls: str) -> None:
+        self.ks.send("comm_msg", {"comm_id": self.comm_with_class(cls), "data": {
+            "method": "custom", "content": {"event": "click"}}})
+
+
+def run(user: H.HubUser, instruction: str, buttons: list[str], answers: list[str]
+        ) -> tuple[H.Reply, Card | None]:
+    """alice clicks ``buttons`` on the card; bob types ``answers`` at the question."""
+    if user.name == "alice":
+        card = Card(user.kernel, buttons)
+        return user.kernel.execute(instruction, on_message=card, on_other=card.watch), card
+    return user.kernel.execute(instruction, answer=answers), None
 
 
 def logged(home: Path) -> list[dict[str, Any]]:
@@ -98,9 +139,14 @@ def test_each_users_decisions_name_the_hub_user_in_that_users_own_log(hub, peopl
     for name in USERS:
         _server.reset()
         _server.enqueue(S.tool_call(f"print('hello from {name}')"), S.text("done"))
-        result = people[name].kernel.execute("say hello", answer=["y"])
+        result, card = run(people[name], "say hello", ["oi-run"], ["y"])
         assert result.status == "ok", result.text
         assert f"hello from {name}" in result.stdout
+        if card:
+            assert card.cards_seen == 1 and not result.prompts
+            assert len(result.records) == 1 and f"approved by {name}" in result.records[0]
+        else:
+            assert len(result.prompts) == 1 and not result.records
         assert f"approved by {name}" in people[name].kernel.execute("%history").text
     for name, other in (("alice", "bob"), ("bob", "alice")):
         home = hub.home(name)
@@ -123,9 +169,16 @@ def test_the_administrators_policy_applies_to_both_users(hub, people, _server):
         _server.reset()
         _server.enqueue(S.tool_call(RISKY), S.text("done"))
         before = len(decisions(hub.home(name)))
-        result = kernel.execute("clean up", answer=["y"])
-        assert "deleted" not in result.stdout  # the author's own "y" is not a second person
-        assert "administrator's policy requires four-eyes" in result.prompts[0]
+        # the author's own Run is not a second person's: refused on the card (which stays
+        # pending: alice then skips), turned into a skip at the question
+        result, card = run(people[name], "clean up", ["oi-run", "oi-skip"], ["y"])
+        assert "deleted" not in result.stdout
+        if card:
+            assert any("oi-four-eyes-refused" in n and name in n for n in card.notes)
+            assert any("administrator's policy requires four-eyes" in n for n in card.notes)
+            assert f"skipped by {name}" in result.records[0]
+        else:
+            assert "administrator's policy requires four-eyes" in result.prompts[0]
         [decision] = decisions(hub.home(name))[before:]
         assert (decision["action"], decision["by"], decision["author"],
                 decision["four_eyes"]) == ("skipped", name, name, "four-eyes")
