@@ -109,3 +109,22 @@ def test_yes_still_runs_without_asking_when_four_eyes_is_off(magic, _server):
     assert "no card" in result.stdout
     assert "four-eyes" not in result.text
     assert [(d["action"], d["by"]) for d in decisions(magic)[before:]] == [("auto", "auto")]
+
+
+@pytest.mark.kernel
+def test_yes_is_refused_where_the_administrators_policy_requires_four_eyes(_server, tmp_path):
+    from tests.test_magics import start_kernel
+    from tests.test_policy import write_policy
+
+    admin = tmp_path / "admin"
+    policy = write_policy(admin, {"approval": "four-eyes"})
+    _server.reset()
+    _server.enqueue(S.tool_call("print('ran')"), S.text("done"))
+    ks = start_kernel(_server, tmp_path, JUPYTER_CONFIG_PATH=str(admin),
+                      JUPYTER_CONFIG_DIR=str(tmp_path / "user"))
+    try:
+        refused = ks.execute("%%oi -y\nprint")
+        assert refused.status == "error" and "ran" not in refused.stdout
+        assert "four-eyes" in refused.text and str(policy) in refused.text
+    finally:
+        ks.close()
