@@ -41,6 +41,14 @@ def why(mode: str) -> str:
             else "this step has a high risk flag, so it needs")
 
 
+def yes_kept_text(mode: str) -> str:
+    """What ``%%oi -y`` says when the session uses four-eyes approval: ``-y`` (run without
+    asking) never lowers it, since the second person is the point of the setting."""
+    return (f"🔐 `-y` does not turn off four-eyes approval (`{mode}`, this session's setting): "
+            f"every step asks as usual.{describe(mode)} To let this session's steps run "
+            "without asking, set `%oi approval never` (or `risky`) first.")
+
+
 def waiting_text(author: str, mode: str, source: str) -> str:
     """What the card says while it waits: the rule, and whom it waits for."""
     return (f"🔐 Four-eyes approval ({source}): {why(mode)} a decision by someone other "

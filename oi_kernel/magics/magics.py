@@ -35,6 +35,7 @@ from traitlets import Enum, default
 from oi_kernel import config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
+from oi_kernel.core import four_eyes
 from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
@@ -168,7 +169,8 @@ class OIMagics(Magics):
 
     # ------------------------------------------------------------------ %%oi
     @magic_arguments()
-    @argument("-y", "--yes", action="store_true", help="run the code without asking (this cell)")
+    @argument("-y", "--yes", action="store_true",
+              help="run the code without asking (this cell; not under four-eyes approval)")
     @argument("-m", "--model", help="the litellm model name for this cell")
     @argument("--max-steps", type=int, help="most LLM calls for this instruction")
     @cell_magic("oi")
@@ -213,7 +215,10 @@ class OIMagics(Magics):
         saved = (engine.approval, engine.max_steps, engine.llm.model)
         try:
             try:
-                if args.yes:
+                if args.yes and (engine.approval in four_eyes.MODES
+                                 and engine.approval_floor not in four_eyes.MODES):
+                    _say(four_eyes.yes_kept_text(engine.approval))  # -y never skips a person
+                elif args.yes:  # under a policy's floor the setter refuses (PolicyError)
                     engine.approval = "never"
                 if args.model:
                     engine.llm.model = args.model

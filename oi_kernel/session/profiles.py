@@ -29,6 +29,7 @@ from typing import Any, Literal
 from traitlets import Unicode, default
 from traitlets.config import Configurable
 
+from oi_kernel.core.four_eyes import APPROVALS
 from oi_kernel.errors import ConfigError
 
 PROFILE_ENV = "OI_PROFILE"
@@ -80,7 +81,7 @@ SETTINGS: dict[str, Setting] = {
             "engine",
             "str",
             "OI_APPROVAL OI_AUTO_RUN",
-            choices=("always", "risky", "never"),
+            choices=APPROVALS,  # four-eyes, four-eyes-all: see core.four_eyes
         ),
         _setting("max_steps", "engine", "int", "OI_MAX_STEPS", minimum=1),
         _setting("step_timeout", "engine", "number", "OI_STEP_TIMEOUT", minimum=0),
