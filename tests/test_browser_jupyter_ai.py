@@ -10,6 +10,7 @@ our ACP agent, ``python -m oi_kernel.cli acp``, with the server's Python.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -144,8 +145,9 @@ def test_the_persona_is_offered_in_a_chat_and_starts_our_agent(lab: Lab, jai_lab
     choice = lab.page.get_by_role("menuitem").filter(has_text="Open Interpreter")
     choice.wait_for()
     lab.page.wait_for_function(  # the menu has faded in, for the screenshot
-        "() => getComputedStyle(document.querySelector('[role=menu]').closest('.MuiPaper-root'))"
-        ".opacity === '1'")
+        "() => { let e = document.querySelector('[role=menu]'); if (!e) return false;"
+        " for (; e; e = e.parentElement) if (getComputedStyle(e).opacity !== '1') return false;"
+        " return true; }")
     lab.screenshot("browser-jupyter-ai-persona-menu.png")
     choice.click()
 
@@ -153,3 +155,56 @@ def test_the_persona_is_offered_in_a_chat_and_starts_our_agent(lab: Lab, jai_lab
     assert "Initialized persona 'Open Interpreter' (ID: " \
            "'jupyter-ai-personas::oi_kernel::OpenInterpreterPersona')" in text
     assert "Unable to load AI persona from entry point `open-interpreter`" not in text
+
+
+TOOL_CALL = ".jp-jupyter-ai-acp-client-tool-call"
+ALLOW_ONCE = ".jp-jupyter-ai-acp-client-permission-btn-allow-once"
+
+
+def send_chat(lab: Lab, text: str) -> None:
+    box = lab.page.locator(".jp-chat-input-container textarea:not([aria-hidden])").first
+    box.click()
+    box.fill(text)
+    lab.page.locator(".jp-chat-input-container .jp-chat-send-button").first.click()
+
+
+def test_a_chat_instruction_is_approved_in_the_chat_and_exported(
+        lab: Lab, jai_lab: LabServer, llm: S.ScriptedLLMServer):
+    (jai_lab.root / "work.chat").touch()
+    llm.enqueue(S.tool_call("print(6 * 7)"), S.text(FINAL))
+    lab.page.goto(f"{jai_lab.url}/lab/tree/work.chat?reset")
+    lab.page.locator(PERSONA_BUTTON, has_text="Open Interpreter").wait_for()
+    send_chat(lab, "multiply six by seven")
+
+    allow = lab.page.locator(ALLOW_ONCE)
+    allow.wait_for()  # the step waits for the chat's decision
+    step = lab.page.locator(TOOL_CALL).last
+    assert "print(6 * 7)" in step.inner_text()  # the code is shown before the decision
+    buttons = lab.page.locator(".jp-jupyter-ai-acp-client-permission-btn").all_inner_texts()
+    assert [b.strip() for b in buttons] == ["Run", "Run all", "Skip", "Stop"]
+    assert len(llm.requests) == 1  # nothing ran, the model was asked once
+    lab.screenshot("browser-jupyter-ai-chat-permission.png")
+    allow.click()
+
+    done = lab.page.locator(f"{TOOL_CALL}-completed").last
+    done.wait_for()
+    done.locator("summary").click()  # the output, one click away
+    done.get_by_text("42").wait_for()
+    lab.page.locator(".jp-chat-message", has_text=FINAL).wait_for()
+    assert len(llm.requests) == 2  # the output went back, the model answered once more
+    lab.screenshot("browser-jupyter-ai-chat-ran.png")
+    assert agent_processes(jai_lab)  # our agent, started by the persona, is still there
+    # Jupyter AI's own MCP server needs an MCP SDK 2.x client, and Jupyter AI 3.2 brings 1.x:
+    # the persona leaves it out (and says so in the server's log), no failure in the chat
+    assert "MCP server" not in lab.page.locator(".jp-chat-messages-container").inner_text()
+    assert "are not passed to Open Interpreter" in jai_lab.log_path.read_text()
+
+    exported = jai_lab.root / "oi-session-export.ipynb"
+    send_chat(lab, "/export")
+    lab.page.locator(".jp-chat-message", has_text="oi-session-export.ipynb").wait_for()
+    lab.screenshot("browser-jupyter-ai-chat-export.png")
+    verify = subprocess.run(
+        [jai_lab.args[0], "-m", "oi_kernel.cli", "verify", str(exported)], env=jai_lab.env,
+        cwd=jai_lab.root, capture_output=True, text=True, timeout=300)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "print(6 * 7)" in exported.read_text()

@@ -11,16 +11,25 @@ instruction; each step the model writes comes back as a permission request, show
 in the chat, and the button decides the step (allow once = Run, allow always = Run all,
 reject once = Skip, reject always = Stop). The agent's slash commands (``/export``, ...) are
 offered in the chat's command menu.
+
+Jupyter AI's chat shows a step from fields other ACP clients treat as raw data: the command
+line of an ``execute`` call (``raw_input["command"]``) while it waits for a decision, and its
+``raw_output`` once it finished; our text content it does not show. ``ChatClient`` copies
+that text (the code with hidden characters marked, its risk flags, then the output, changes
+and status) into those two fields, so what the chat shows is what the agent says.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from jupyter_ai_persona_manager import PersonaDefaults, PersonaRequirementsUnmet
 
 try:
+    from acp.schema import ToolCallProgress, ToolCallStart
     from jupyter_ai_acp_client.base_acp_persona import BaseAcpPersona
+    from jupyter_ai_acp_client.default_acp_client import JaiAcpClient
 except ImportError as exc:  # the persona manager without Jupyter AI's ACP client
     raise PersonaRequirementsUnmet(
         "The Open Interpreter persona needs Jupyter AI's ACP client (jupyter-ai-acp-client): "
@@ -33,8 +42,80 @@ NAME = "Open Interpreter"
 AGENT_COMMAND = [sys.executable, "-m", "oi_kernel.cli", "acp"]
 
 
+def plain_text(content: Any) -> str:
+    """The text blocks of a tool call's content as plain text: a block that is one fenced
+    code block loses only its opening and closing fence lines."""
+    texts = []
+    for item in content or ():
+        text = getattr(getattr(item, "content", None), "text", None)
+        if not isinstance(text, str):
+            continue
+        lines = text.split("\n")
+        if len(lines) >= 2 and lines[0].startswith("```") and lines[-1] == "```":
+            text = "\n".join(lines[1:-1])
+        texts.append(text)
+    return "\n\n".join(texts)
+
+
+def as_shown(call: Any) -> Any:
+    """``call`` (a tool call, its update or a permission request's) with its text content
+    also where Jupyter AI's chat shows it; other calls as they are."""
+    if getattr(call, "kind", None) not in ("execute", None) or not call.content:
+        return call
+    text = plain_text(call.content)
+    if not text:
+        return call
+    if call.status in ("completed", "failed"):
+        return call.model_copy(update={"raw_output": text})
+    if isinstance(call.raw_input, dict):
+        return call.model_copy(update={"raw_input": {**call.raw_input, "command": text}})
+    return call
+
+
+def mcp_sdk_problem() -> str | None:
+    """Why our MCP client cannot work in this environment, or None. It needs the MCP SDK 2.x
+    (``oi-kernel[mcp]``), while Jupyter AI 3.2 installs 1.x (its fastmcp needs ``mcp<2``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("mcp")
+    except PackageNotFoundError:
+        return "the MCP SDK is not installed"
+    major = found.split(".")[0]
+    if major.isdigit() and int(major) >= 2:
+        return None
+    return f"this environment has the MCP SDK {found}, and Open Interpreter's MCP client needs 2.x"
+
+
+class ChatClient(JaiAcpClient):
+    """Jupyter AI's ACP client, showing our steps' text (``as_shown``), and passing MCP
+    servers only where our MCP client can use them."""
+
+    async def _get_mcp_servers(self, persona: Any) -> list[Any]:
+        servers = await super()._get_mcp_servers(persona)
+        problem = mcp_sdk_problem() if servers else None
+        if problem:
+            persona.log.warning(
+                "Jupyter AI's MCP servers (%s) are not passed to Open Interpreter: %s. Its own "
+                "code and tools work without them.", ", ".join(s.name for s in servers), problem)
+            return []
+        return servers
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if isinstance(update, ToolCallStart | ToolCallProgress):
+            update = as_shown(update)
+        await super().session_update(session_id, update, **kwargs)
+
+    async def request_permission(self, options: Any, session_id: str, tool_call: Any,
+                                 **kwargs: Any) -> Any:
+        return await super().request_permission(options, session_id, as_shown(tool_call),
+                                                **kwargs)
+
+
 class OpenInterpreterPersona(BaseAcpPersona):
     """``@Open Interpreter`` in a chat: our engine behind Jupyter AI's ACP client."""
+
+    acp_client_class = ChatClient
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, executable=list(AGENT_COMMAND), **kwargs)
