@@ -210,20 +210,26 @@ def test_a_chat_instruction_is_approved_in_the_chat_and_exported(
     assert "print(6 * 7)" in exported.read_text()
 
 
-def test_skip_in_the_chat_leaves_the_step_unrun(lab: Lab, jai_lab: LabServer,
-                                                 llm: S.ScriptedLLMServer):
+def test_a_flagged_step_shows_its_flags_and_skip_leaves_it_unrun(
+        lab: Lab, jai_lab: LabServer, llm: S.ScriptedLLMServer):
     (jai_lab.root / "skip.chat").touch()
-    llm.enqueue(S.tool_call("open('skipped.txt', 'w').write('ran')"),
-                S.text("Nothing was written, as you chose."))
+    (jai_lab.root / "results").mkdir()
+    llm.enqueue(S.tool_call("import shutil\nshutil.rmtree('results')"),
+                S.text("Nothing was deleted, as you chose."))
     lab.page.goto(f"{jai_lab.url}/lab/tree/skip.chat?reset")
     lab.page.locator(PERSONA_BUTTON, has_text="Open Interpreter").wait_for()
-    send_chat(lab, "write a file named skipped.txt")
-    lab.page.locator(".jp-jupyter-ai-acp-client-permission-btn-reject-once").click()
+    send_chat(lab, "clean up the results folder")
+    skip = lab.page.locator(".jp-jupyter-ai-acp-client-permission-btn-reject-once")
+    skip.wait_for()
+    asked = lab.page.locator(TOOL_CALL).last.inner_text()
+    assert "shutil.rmtree('results')" in asked and "risk flag" in asked, asked  # before deciding
+    lab.screenshot("browser-jupyter-ai-chat-flagged.png")
+    skip.click()
 
-    lab.page.locator(".jp-chat-message", has_text="Nothing was written").wait_for()
+    lab.page.locator(".jp-chat-message", has_text="Nothing was deleted").wait_for()
     skipped = lab.page.locator(f"{TOOL_CALL}-failed").last
     assert "— Skip" in skipped.inner_text()
     skipped.locator("summary").click()
     skipped.get_by_text("the code was not run").wait_for()
-    assert not (jai_lab.root / "skipped.txt").exists()
+    assert (jai_lab.root / "results").is_dir()
     lab.screenshot("browser-jupyter-ai-chat-skip.png")
