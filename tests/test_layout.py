@@ -19,7 +19,7 @@ LAYERS = [
     {"llm", "approval", "execution"},
     {"record"},
     {"session"},
-    {"kernel", "magics", "api", "cli", "__main__"},
+    {"kernel", "magics", "api", "acp", "cli", "integrations", "__main__"},
 ]
 
 

@@ -119,7 +119,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_verify)
     add_headless_commands(sub)
     add_replay_command(sub)
+    p = sub.add_parser("acp", help="run as an Agent Client Protocol agent on stdio (Jupyter AI, "
+                       "Zed, any ACP client); settings as for the kernel: OI_MODEL, ...")
+    p.set_defaults(func=cmd_acp)
     return parser
+
+
+def cmd_acp(args: argparse.Namespace) -> int:
+    from oi_kernel.acp.serve import main as serve_acp
+
+    return serve_acp()
 
 
 def add_headless_commands(sub: argparse._SubParsersAction) -> None:

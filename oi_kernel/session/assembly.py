@@ -29,7 +29,7 @@ from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.errors import OIError
 from oi_kernel.safety.redact import SecretSet
 
-Kind = Literal["kernel", "headless", "magic", "api", "replay"]
+Kind = Literal["kernel", "headless", "magic", "api", "replay", "acp"]
 SESSION_ID_ENV = "OI_SESSION_ID"
 SESSION_KIND_ENV = "OI_SESSION_KIND"
 RESTART_NOTICE = "The Python kernel was restarted: variables from before are gone."
@@ -52,6 +52,8 @@ FRONT_DOORS: dict[str, FrontDoor] = {
     "magic": FrontDoor("ipython-magic", "%oi ", False, True),
     "api": FrontDoor("api", "", False, False),
     "replay": FrontDoor("replay", "", False, False),
+    # ``oi-kernel acp``: an ACP client's chat; its process is ours; commands are "/undo"
+    "acp": FrontDoor("acp", "/", True, True),
 }
 
 

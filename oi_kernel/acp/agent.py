@@ -1,0 +1,350 @@
+"""The ACP agent: one ``session.assembly`` session per ACP session, driven by the client.
+
+``session/new`` builds the session (kind "acp": code runs in our child kernel in the
+client's cwd; the client's MCP servers join the configured ones under the same approval).
+``session/prompt`` runs one instruction, or a line command of the command table when the
+text starts with ``/``; the engine's events go to the client as ``session/update``s
+(``acp.updates``), in order, before the prompt's response. Approval asks the client with
+``session/request_permission``. ``session/cancel`` cancels the instruction's task, which is
+how the kernel interrupts: a step being run interrupts the child, a permission request that
+is never answered is abandoned. Closing the agent stops every child kernel and MCP server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp import helpers as H
+from acp.schema import (
+    AgentCapabilities,
+    AvailableCommand,
+    AvailableCommandInput,
+    Implementation,
+    InitializeResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    UnstructuredCommandInput,
+)
+
+from oi_kernel import __version__
+from oi_kernel.acp import updates as U
+from oi_kernel.core import events as E
+from oi_kernel.core.types import ApprovalRequest, Decision, Turn
+from oi_kernel.errors import ConfigError, OIError
+from oi_kernel.session import commands as C
+from oi_kernel.session.assembly import Session, build_session
+
+HIDDEN_COMMANDS = {"display"}  # how a notebook cell streams: nothing to choose in a chat
+COMMANDS_DELAY_S = 0.05  # the command list follows the session/new response
+
+
+class Outbox:
+    """The session's updates, sent to the client one after another in the order made
+    (an event sink is synchronous; sending is not). ``drain`` waits until all are sent."""
+
+    def __init__(self, conn: Any, session_id: str) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.task = asyncio.get_running_loop().create_task(self._send_all())
+
+    def put(self, *updates: Any) -> None:
+        for update in updates:
+            self.queue.put_nowait(update)
+
+    async def drain(self) -> None:
+        await self.queue.join()
+
+    async def _send_all(self) -> None:
+        while True:
+            update = await self.queue.get()
+            try:
+                await self.conn.session_update(session_id=self.session_id, update=update)
+            except Exception:  # the client went away: the agent closes on end of input
+                pass
+            finally:
+                self.queue.task_done()
+
+    def close(self) -> None:
+        self.task.cancel()
+
+
+class ClientApprover:
+    """Asks the ACP client (``session/request_permission``) about each step; the step's
+    tool call has been sent before the question."""
+
+    shows_code = True
+
+    def __init__(self, state: AcpSession) -> None:
+        self.state = state
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        state = self.state
+        await state.outbox.drain()
+        call, options = U.permission_request(request)
+        try:
+            response = await state.conn.request_permission(
+                session_id=state.id, tool_call=call, options=options)
+        except ConnectionError:
+            return Decision("stop", reason="the ACP client disconnected")
+        return U.decision_from(response, request)
+
+
+class AcpSession:
+    """One ACP session: our session, its outbox, and the instruction running now."""
+
+    def __init__(self, session_id: str, conn: Any, cwd: str) -> None:
+        self.id = session_id
+        self.conn = conn
+        self.cwd = cwd
+        self.outbox = Outbox(conn, session_id)
+        self.session: Session | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self.updates: U.TurnUpdates | None = None  # the running prompt's
+
+    def say(self, markdown: str) -> None:
+        self.outbox.put(H.update_agent_message_text(markdown.rstrip("\n") + "\n\n"))
+
+    async def close(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(BaseException):
+                await self.task
+        session = self.session
+        if session is not None:
+            await session.close_tools()
+            if session.child is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(session.child.shutdown(), 20)
+            session.close()
+        self.outbox.close()
+
+
+class OIAgent:
+    """The agent side of ACP (the SDK routes the client's requests to these methods)."""
+
+    def __init__(self, parent: Any = None) -> None:
+        self.parent = parent  # the configurable whose config applies (oi_kernel_config)
+        self.conn: Any = None
+        self.sessions: dict[str, AcpSession] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
+                         client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=False,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True)),
+            agent_info=Implementation(name="oi-kernel", title="Open Interpreter",
+                                      version=__version__),
+            auth_methods=[])
+
+    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None,
+                          **kwargs: Any) -> NewSessionResponse:
+        path = work_dir(cwd)
+        servers = client_servers(mcp_servers or [], str(path))
+        session_id = f"acp-{secrets.token_hex(8)}"
+        state = AcpSession(session_id, self.conn, str(path))
+        try:
+            state.session = build_session("acp", approver=ClientApprover(state),
+                                          parent=self.parent, session_id=session_id,
+                                          child_options={"cwd": str(path)})
+        except OIError as exc:
+            state.outbox.close()
+            raise RequestError.invalid_params({"message": str(exc)}) from None
+        state.session.notify = lambda text: state.outbox.put(*U.TurnUpdates().updates(
+            E.Notice(text, "warning")))
+        if servers:
+            add_client_servers(state.session, servers)
+        state.session.warm_up()
+        self.sessions[session_id] = state
+        asyncio.get_running_loop().call_later(
+            COMMANDS_DELAY_S, state.outbox.put, commands_update(state.session))
+        if problems := state.session.config_problems(self.parent):
+            asyncio.get_running_loop().call_later(COMMANDS_DELAY_S, state.say, problems)
+        return NewSessionResponse(session_id=session_id)
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        state = self._state(session_id)
+        if state.task is not None and not state.task.done():
+            raise RequestError.invalid_request({"message": "This session is still working on "
+                                                "the last prompt: wait for it, or send "
+                                                "session/cancel first."})
+        text = prompt_text(prompt)
+        line = text.strip()
+        if line.startswith("/") and line[1:].split(" ", 1)[0] in C.COMMANDS:
+            work: Any = self._command(state, line[1:])
+        else:
+            work = self._instruction(state, text)
+        state.task = asyncio.get_running_loop().create_task(work)
+        turn: Turn | None = None
+        cancelled = False
+        try:
+            turn = await state.task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the connection is closing: not the client's cancel
+            cancelled = True
+        except OIError as exc:
+            state.outbox.put(*U.TurnUpdates().updates(E.Notice(str(exc), "error")))
+        if state.updates is not None:
+            state.outbox.put(*state.updates.close_open())
+        await state.outbox.drain()
+        return PromptResponse(stop_reason=U.stop_reason(turn, cancelled),  # type: ignore[arg-type]
+                              usage=U.usage(turn))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        state = self.sessions.get(session_id)
+        if state is not None and state.task is not None and not state.task.done():
+            state.task.cancel()
+
+    async def _instruction(self, state: AcpSession, text: str) -> Turn:
+        session = state.session
+        assert session is not None
+        if not text.strip():
+            raise OIError("The prompt is empty: write what you want done.")
+        updates = state.updates = U.TurnUpdates()
+        _ = session.log  # opened now: a log that cannot be opened fails the prompt
+        if session.child is not None:
+            session.child.start_soon().add_done_callback(_retrieve)  # boots while the LLM answers
+        return await session.engine.run_turn(text, lambda event: _send(state, updates, event))
+
+    async def _command(self, state: AcpSession, line: str) -> None:
+        session = state.session
+        assert session is not None
+        updates = state.updates = U.TurnUpdates()
+        ctx = C.CommandContext(session, state.say,
+                               lambda: (lambda event: _send(state, updates, event)))
+        here = os.getcwd()
+        os.chdir(state.cwd)  # a relative path (/export FILE) is the session's
+        try:
+            await C.run_command(ctx, line)
+        finally:
+            os.chdir(here)
+        return None
+
+    def _state(self, session_id: str) -> AcpSession:
+        state = self.sessions.get(session_id)
+        if state is None:
+            raise RequestError.invalid_params({"sessionId": f"no session {session_id!r} here: "
+                                               "start one with session/new."})
+        return state
+
+    async def close(self) -> None:
+        """Stop every session's instruction, child kernel and MCP servers; close the logs."""
+        states, self.sessions = list(self.sessions.values()), {}
+        await asyncio.gather(*(s.close() for s in states), return_exceptions=True)
+
+
+def _send(state: AcpSession, updates: U.TurnUpdates, event: E.Event) -> None:
+    for update in updates.updates(event):
+        state.outbox.put(update)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Mark a background start's failure as seen (it is raised where the child is used)."""
+    if not task.cancelled():
+        task.exception()
+
+
+def work_dir(cwd: str) -> Path:
+    """The session's directory; InvalidParams unless it is absolute and exists."""
+    path = Path(cwd or "")
+    if not cwd or not path.is_absolute() or not path.is_dir():
+        raise RequestError.invalid_params({"cwd": f"{cwd!r} is not an absolute path of an "
+                                           "existing directory: send the directory the code "
+                                           "should run in."})
+    return path
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """The instruction in a prompt's content blocks: text, and the text of embedded
+    resources and links as context. Images and audio raise an error that says so."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource_link":
+            parts.append(f"(See {block.uri}.)")
+        elif kind == "resource" and hasattr(block.resource, "text"):
+            parts.append(f"Content of {block.resource.uri}:\n```\n{block.resource.text}\n```")
+        else:
+            raise RequestError.invalid_params({"prompt": f"a {kind or 'binary'} block cannot be "
+                                               "used here: send text (describe the image or "
+                                               "name the file instead)."})
+    return "\n\n".join(parts)
+
+
+def commands_update(session: Session) -> Any:
+    """The command table as ACP's available commands (``/undo``, ``/export``, ...)."""
+    return H.update_available_commands([
+        AvailableCommand(name=c.name, description=c.help,
+                         input=AvailableCommandInput(root=UnstructuredCommandInput(hint=c.usage))
+                         if c.usage else None)
+        for c in C.available(session) if c.name not in HIDDEN_COMMANDS])
+
+
+# ----------------------------------------------------------------------------- MCP servers
+def client_servers(servers: list[Any], cwd: str) -> list[Any]:
+    """The client's MCP servers as our ``ServerSpec``s (stdio and streamable HTTP; the
+    client's environment and headers kept). InvalidParams saying what to change otherwise."""
+    from oi_kernel.execution.mcp.config import parse_config
+
+    table: dict[str, Any] = {}
+    for server in servers:
+        name = getattr(server, "name", "")
+        if getattr(server, "type", None) == "sse" or getattr(server, "type", None) == "acp":
+            raise RequestError.invalid_params({"mcpServers": f"MCP server {name!r}: the "
+                                               f"{server.type} transport is not supported here; "
+                                               "use stdio or streamable HTTP."})
+        if hasattr(server, "url"):
+            table[name] = {"url": server.url,
+                           "headers": {h.name: h.value for h in server.headers or []}}
+        else:
+            table[name] = {"command": server.command, "args": list(server.args or []),
+                           "env": {e.name: e.value for e in server.env or []}, "cwd": cwd}
+    try:
+        return parse_config({"mcpServers": table}, "the ACP client's session/new", {})
+    except ConfigError as exc:
+        raise RequestError.invalid_params({"mcpServers": str(exc)}) from None
+
+
+def add_client_servers(session: Session, specs: list[Any]) -> None:
+    """Give the session the client's servers next to the configured ones (a configured
+    server of the same name wins); the administrator's policy applies to them alike."""
+    from oi_kernel.execution.mcp.connection import Connection
+    from oi_kernel.execution.mcp.hub import McpTools
+    from oi_kernel.execution.mcp.pins import PinStore, default_path
+    from oi_kernel.session.tools import PinOnApproval, mcp_provider
+
+    policy = session.policy
+    allowed = [s for s in specs if policy is None or not policy.active
+               or policy.mcp_server_allowed(s.name)]
+    for refused in (s for s in specs if s not in allowed):
+        session.policy_notices.append(f"MCP server {refused.name!r} from the client not "
+                                      "started: the administrator's policy does not allow it.")
+    hub = mcp_provider(session)
+    engine = session.engine
+    if hub is None:
+        settings = engine.tool_settings
+        hub = McpTools([], PinStore(default_path(settings.pin_file)),
+                       wait=settings.connect_timeout)
+        engine.toolbox.providers.append(hub)
+        if not isinstance(engine.approver, PinOnApproval):
+            engine.approver = PinOnApproval(engine.approver, engine.toolbox)
+    known = {s.name for s in hub.servers}
+    hub.connections.extend(Connection(s) for s in allowed if s.name not in known)

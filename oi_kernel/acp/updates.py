@@ -1,0 +1,257 @@
+"""The engine's events as ACP ``session/update``s, and approval as ``session/request_permission``.
+
+The one place that knows both sides: when the engine's events change, only this module
+changes. Pure (no I/O): ``TurnUpdates.updates(event)`` returns the updates one event
+becomes; ``permission_request(request)`` the tool call and options to ask about;
+``decision_from(response)`` the decision the client's answer means.
+
+    text        TextDelta       -> agent_message_chunk
+    reasoning   ReasoningDelta  -> agent_thought_chunk
+    a step      CodeProposed    -> tool_call (kind execute, status pending; code and flags)
+                Decided         -> tool_call_update (in_progress; failed when skipped/stopped)
+                StepDone        -> tool_call_update (completed / failed: output, changes, flags)
+    notices     Notice          -> agent_message_chunk (a quoted line)
+    the end     TurnDone        -> the prompt's stop reason and usage (``stop_reason``)
+    approval    Run = allow_once, Run all = allow_always, Skip = reject_once, Stop = reject_always
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from acp import helpers as H
+from acp.schema import (
+    ContentToolCallContent,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+    Usage,
+)
+
+from oi_kernel.approval.approvers import HIDDEN_NOTE, flag_lines
+from oi_kernel.core import events as E
+from oi_kernel.core import identity
+from oi_kernel.core.changes import change_lines
+from oi_kernel.core.output_text import outputs_to_text
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn
+from oi_kernel.safety.visible import needs_marking, visible
+
+OUTPUT_CHARS = 20_000  # of a step's output text, the client gets at most this much
+META = "oi_kernel"  # the key of our fields in an ACP ``_meta`` object
+
+# option id -> (ACP kind, label); the ids are ours, the kinds are ACP's
+OPTIONS: dict[str, tuple[str, str]] = {
+    "run": ("allow_once", "Run"),
+    "run_all": ("allow_always", "Run all"),
+    "skip": ("reject_once", "Skip"),
+    "stop": ("reject_always", "Stop"),
+}
+
+STOP_REASONS = {"interrupted": "cancelled", "max_steps": "max_turn_requests",
+                "cap": "max_turn_requests"}
+
+
+def tool_call_id(turn: int, step: int) -> str:
+    return f"oi-{turn}-{step}"
+
+
+def flag_fields(flags: list[Any]) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(f) if dataclasses.is_dataclass(f) else dict(f) for f in flags]
+
+
+def _text(text: str) -> ContentToolCallContent:
+    return H.tool_content(H.text_block(text))
+
+
+def _code_text(block: CodeBlock, tool: str) -> str:
+    """The code as markdown, as a person should read it (hidden characters marked)."""
+    code = block.code
+    note = ""
+    if needs_marking(code):
+        code, note = visible(code), HIDDEN_NOTE + "\n\n"
+    if tool:
+        return f"{note}Call the tool **{tool}** with these arguments:\n```json\n{code}\n```"
+    return f"{note}```{block.language}\n{code}\n```"
+
+
+def _title(request: ApprovalRequest) -> str:
+    if request.tool:
+        return f"Step {request.step}: call {request.tool}"
+    where = "sandboxed" if request.sandboxed else "on this machine"
+    return f"Step {request.step}: run {request.block.language} ({where})"
+
+
+def _request_content(request: ApprovalRequest) -> list[ContentToolCallContent]:
+    content = [_text(_code_text(request.block, request.tool))]
+    if request.block.bare:
+        content.append(_text("The reply had no code fence; it was recognised as code."))
+    if lines := flag_lines(request.flags):
+        content.append(_text("\n".join(lines)))
+    return content
+
+
+def _raw_input(request: ApprovalRequest) -> dict[str, Any]:
+    raw = {"language": request.block.language, "code": request.block.code,
+           "flags": flag_fields(request.flags), "sandboxed": request.sandboxed}
+    if request.tool:
+        raw["tool"] = request.tool
+    return raw
+
+
+# ----------------------------------------------------------------------------- permission
+def permission_options(request: ApprovalRequest) -> list[PermissionOption]:
+    """Run, Run all (unless the administrator's policy asks about every block), Skip, Stop."""
+    return [PermissionOption(option_id=oid, name=name, kind=kind)
+            for oid, (kind, name) in OPTIONS.items()
+            if oid != "run_all" or request.run_all_allowed]
+
+
+def permission_request(request: ApprovalRequest) -> tuple[ToolCallUpdate, list[PermissionOption]]:
+    """What ``session/request_permission`` asks about one step: the tool call with its code,
+    the risk flags and untrusted-content notes (as text and in ``_meta``), and the options."""
+    meta = {META: {"turn": request.turn, "step": request.step,
+                   "flags": flag_fields(request.flags), "sandboxed": request.sandboxed,
+                   **({"tool": request.tool} if request.tool else {}),
+                   **({"four_eyes": request.four_eyes} if request.four_eyes else {})}}
+    call = ToolCallUpdate(tool_call_id=tool_call_id(request.turn, request.step),
+                          title=_title(request), kind="execute", status="pending",
+                          content=_request_content(request), raw_input=_raw_input(request),
+                          field_meta=meta)
+    return call, permission_options(request)
+
+
+def decision_from(response: RequestPermissionResponse, request: ApprovalRequest) -> Decision:
+    """The decision an answer means; a cancelled request (the client's side of
+    ``session/cancel``) or an option we did not offer stops the instruction."""
+    outcome = response.outcome
+    by = identity.person()
+    option = getattr(outcome, "option_id", None) if outcome.outcome == "selected" else None
+    if option == "run":
+        return Decision("run", request.block.code, by=by)
+    if option == "run_all" and request.run_all_allowed:
+        return Decision("run", request.block.code, run_all=True, by=by)
+    if option == "skip":
+        return Decision("skip", by=by)
+    if option == "stop":
+        return Decision("stop", by=by)
+    reason = ("the client cancelled the permission request" if option is None
+              else f"the client answered with an option that was not offered: {option!r}")
+    return Decision("stop", reason=reason, by=by)
+
+
+# ----------------------------------------------------------------------------- events
+class TurnUpdates:
+    """The ACP updates of one prompt's events; remembers the steps still open so that an
+    interrupted prompt can close them (``close_open``)."""
+
+    def __init__(self) -> None:
+        self.turn = 0
+        self.open: dict[int, str] = {}  # step -> tool call id, proposed and not finished
+        self.flags: dict[int, list[Any]] = {}  # step -> its risk flags and untrusted notes
+
+    def updates(self, event: E.Event) -> list[Any]:
+        if isinstance(event, E.TextDelta):
+            return [H.update_agent_message_text(event.text)] if event.text else []
+        if isinstance(event, E.ReasoningDelta):
+            return [H.update_agent_thought_text(event.text)] if event.text else []
+        if isinstance(event, E.CodeProposed):
+            return [self._proposed(event.request)]
+        if isinstance(event, E.Decided):
+            return self._decided(event.record)
+        if isinstance(event, E.StepDone):
+            return [self._done(event.record)]
+        if isinstance(event, E.Notice):
+            mark = {"warning": "⚠ ", "error": "✖ "}.get(event.level, "")
+            return [H.update_agent_message_text(f"\n\n> {mark}{event.text}\n\n")]
+        return []  # ReplyDone: its text was streamed; TurnDone: the prompt's response
+
+    def _proposed(self, request: ApprovalRequest) -> Any:
+        self.turn = request.turn
+        call_id = tool_call_id(request.turn, request.step)
+        self.open[request.step] = call_id
+        self.flags[request.step] = list(request.flags)
+        return H.start_tool_call(call_id, _title(request), kind="execute", status="pending",
+                                 content=_request_content(request),
+                                 raw_input=_raw_input(request))
+
+    def _decided(self, record: StepRecord) -> list[Any]:
+        decision = record.decision
+        call_id = self.open.get(record.index)
+        if decision is None or call_id is None:
+            return []
+        if decision.action == "run":
+            content = None
+            if decision.edited:
+                content = [_text("Edited before it ran:\n\n" + _code_text(
+                    CodeBlock(record.block.language, decision.code), record.block.tool))]
+            return [H.update_tool_call(call_id, status="in_progress", content=content)]
+        del self.open[record.index]
+        what = "Stopped: the instruction ends here" if decision.action == "stop" else "Skipped"
+        why = f" ({decision.reason})" if decision.reason else ""
+        return [H.update_tool_call(call_id, status="failed",
+                                   content=[_text(f"{what}; the code was not run{why}.")],
+                                   raw_output={"status": record.status or decision.label,
+                                               "decision": decision.label})]
+
+    def _done(self, record: StepRecord) -> Any:
+        call_id = self.open.pop(record.index, tool_call_id(self.turn, record.index))
+        flags = self.flags.get(record.index, [])
+        return H.update_tool_call(call_id, status="completed" if record.status == "ok"
+                                  else "failed", content=finished_content(record, flags),
+                                  raw_output=raw_output(record, flags))
+
+    def close_open(self, why: str = "interrupted") -> list[Any]:
+        """Updates that end every step still open (the prompt was cancelled)."""
+        out = [H.update_tool_call(call_id, status="failed",
+                                  content=[_text(f"{why.capitalize()}: the step did not finish.")],
+                                  raw_output={"status": why})
+               for call_id in self.open.values()]
+        self.open.clear()
+        return out
+
+
+def finished_content(record: StepRecord, flags: Sequence[Any] = ()) -> list[Any]:
+    """A finished step as the client shows it: output (text and images), what it changed,
+    its flags, and its status when it did not succeed."""
+    content: list[Any] = []
+    text = outputs_to_text(record.outputs, max_chars=OUTPUT_CHARS, max_error_chars=OUTPUT_CHARS)
+    if text:
+        content.append(_text(f"```\n{text}\n```"))
+    for out in record.outputs:
+        data = out.get("data") or {}
+        for mime in ("image/png", "image/jpeg"):
+            if isinstance(data.get(mime), str):
+                content.append(H.tool_content(H.image_block(data[mime].strip(), mime)))
+    if lines := change_lines(record.changes):
+        content.append(_text("Changed:\n" + "\n".join(f"- {ln}" for ln in lines)))
+    if lines := flag_lines(list(flags)):
+        content.append(_text("\n".join(lines)))
+    if record.status != "ok":
+        content.append(_text(f"Status: {record.status}."))
+    return content or [_text("(no output)")]
+
+
+def raw_output(record: StepRecord, flags: Sequence[Any] = ()) -> dict[str, Any]:
+    decision = record.decision
+    return {"status": record.status, "decision": decision.label if decision else "",
+            "duration_s": round(record.duration_s, 3), "changes": record.changes,
+            "flags": flag_fields(list(flags)),
+            "outputs": json.loads(json.dumps(record.outputs, default=str))}
+
+
+def stop_reason(turn: Turn | None, cancelled: bool = False) -> str:
+    """Why a prompt ended (``turn`` None: it was a command, or it failed before a turn)."""
+    if cancelled:
+        return "cancelled"
+    return STOP_REASONS.get(turn.end_reason, "end_turn") if turn else "end_turn"
+
+
+def usage(turn: Turn | None) -> Usage | None:
+    if turn is None or not turn.llm_calls:
+        return None
+    u = turn.usage
+    return Usage(total_tokens=u.prompt_tokens + u.completion_tokens,
+                 input_tokens=u.prompt_tokens, output_tokens=u.completion_tokens)

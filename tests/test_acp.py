@@ -1,0 +1,297 @@
+"""``oi-kernel acp`` driven over stdio by the ACP SDK's own client side, through the scripted
+model: prompt, permission, run, result; Skip and Stop; cancel mid-step and while a permission
+request is unanswered; a flagged step; a client's MCP server; the log and ``/export``; and a
+client that goes away leaves no child kernel behind."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+pytest.importorskip("acp")
+
+from acp import spawn_agent_process, text_block  # noqa: E402
+from acp.schema import (  # noqa: E402
+    AllowedOutcome,
+    EnvVariable,
+    McpServerStdio,
+    RequestPermissionResponse,
+)
+
+from tests import llm_server as S  # noqa: E402
+from tests.env import oi_env  # noqa: E402
+
+pytestmark = pytest.mark.kernel
+ROOT = Path(__file__).resolve().parents[1]
+NEVER = "never"  # a permission request the client does not answer
+
+
+class Client:
+    """An ACP client that records every update and answers permission requests from a list
+    of option ids (``NEVER``: it does not answer)."""
+
+    def __init__(self, answers: list[str] | None = None) -> None:
+        self.answers = list(answers or [])
+        self.updates: list[Any] = []
+        self.permissions: list[Any] = []  # (tool_call, options)
+        self.asked = asyncio.Event()
+
+    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
+                                 **kwargs: Any) -> RequestPermissionResponse:
+        self.permissions.append((tool_call, options))
+        self.asked.set()
+        answer = self.answers.pop(0) if self.answers else "run"
+        if answer == NEVER:
+            await asyncio.Event().wait()
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=answer))
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    # ------------------------------------------------------------ reading what came
+    def of(self, kind: str) -> list[Any]:
+        return [u for u in self.updates if u.session_update == kind]
+
+    def message(self) -> str:
+        return "".join(u.content.text for u in self.of("agent_message_chunk"))
+
+    def finished(self) -> list[Any]:
+        return [u for u in self.of("tool_call_update") if u.status in ("completed", "failed")]
+
+
+def text_of(update: Any) -> str:
+    return "\n".join(getattr(c.content, "text", "") for c in update.content or [])
+
+
+@contextlib.asynccontextmanager
+async def agent(server: S.ScriptedLLMServer, tmp: Path, client: Client,
+                servers: list[Any] | None = None, **env: str
+                ) -> AsyncIterator[tuple[Any, Any, str]]:
+    """``oi-kernel acp`` started as a client starts it; yields (connection, process,
+    session id) for a session in ``tmp/work``."""
+    work = tmp / "work"
+    work.mkdir(exist_ok=True)
+    environ = {**os.environ, **oi_env(server, tmp, **env), "PYTHONPATH": str(ROOT)}
+    stderr = open(tmp / "agent-stderr.txt", "ab")  # noqa: SIM115, ASYNC230 (closed below)
+    try:
+        async with spawn_agent_process(
+                client, sys.executable, "-m", "oi_kernel.cli", "acp", env=environ,
+                cwd=str(tmp), transport_kwargs={"stderr": stderr.fileno(),
+                                                "shutdown_timeout": 20}) as (conn, proc):
+            await asyncio.wait_for(conn.initialize(protocol_version=1), 60)
+            new = await asyncio.wait_for(
+                conn.new_session(cwd=str(work), mcp_servers=servers or []), 60)
+            yield conn, proc, new.session_id
+    finally:
+        stderr.close()
+
+
+async def prompt(conn: Any, session_id: str, text: str, timeout: float = 90) -> Any:
+    return await asyncio.wait_for(
+        conn.prompt(session_id=session_id, prompt=[text_block(text)]), timeout)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+# ----------------------------------------------------------------------------- the path
+def test_prompt_permission_run_result(llm_server, tmp_path):
+    llm_server.enqueue(S.Response(content="Computing.", reasoning="Multiply six by seven.",
+                                  calls=[S.Call(json.dumps({"language": "python",
+                                                            "code": "x = 6 * 7\nprint(x)"}))]),
+                       S.text("The answer is 42."))
+    client = Client(["run"])
+
+    async def go() -> Any:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            return await prompt(conn, sid, "what is 6 times 7?")
+
+    response = run(go())
+    assert response.stop_reason == "end_turn"
+    assert "Computing." in client.message() and "The answer is 42." in client.message()
+    thought = "".join(u.content.text for u in client.of("agent_thought_chunk"))
+    assert "Multiply six by seven." in thought
+    [start] = client.of("tool_call")
+    assert start.kind == "execute" and "x = 6 * 7" in text_of(start)
+    [(asked, options)] = client.permissions
+    assert asked.tool_call_id == start.tool_call_id
+    assert {o.kind: o.name for o in options} == {
+        "allow_once": "Run", "allow_always": "Run all", "reject_once": "Skip",
+        "reject_always": "Stop"}
+    [done] = client.finished()
+    assert done.tool_call_id == start.tool_call_id and done.status == "completed"
+    assert "42" in text_of(done)
+    assert "x: int" in text_of(done)  # the change summary
+    assert response.usage is not None and response.usage.total_tokens > 0
+    commands = client.of("available_commands_update")
+    assert commands and {"undo", "export", "model", "status"} <= {
+        c.name for c in commands[0].available_commands}
+    # the session log and /export afterwards: the notebook passes `oi-kernel verify`
+    [log] = list((tmp_path / "logs").glob("*.jsonl"))
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert records[0]["event"] == "session_start" and records[0]["kernel"] == "acp"
+    assert records[0]["cwd"] == str(tmp_path / "work")
+    assert [r["action"] for r in records if r["event"] == "decision"] == ["approved"]
+
+
+def test_export_afterwards_verifies(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("total = sum(range(10))\nprint(total)"), S.text("45."))
+    client = Client(["run"])
+
+    async def go() -> tuple[Any, Any, Any]:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            first = await prompt(conn, sid, "sum 0..9")
+            exported = await prompt(conn, sid, "/export out.ipynb")
+            bad = await prompt(conn, sid, "/export a b")
+            return first, exported, bad
+
+    first, exported, bad = run(go())
+    assert first.stop_reason == exported.stop_reason == bad.stop_reason == "end_turn"
+    assert "Exported to `out.ipynb`" in client.message()
+    assert "Usage: /export [PATH]" in client.message()  # a command's usage says how to fix it
+    notebook = tmp_path / "work" / "out.ipynb"
+    assert notebook.is_file()
+    verify = __import__("subprocess").run(
+        [sys.executable, "-m", "oi_kernel.cli", "verify", str(notebook)], capture_output=True,
+        text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+# ----------------------------------------------------------------------------- decisions
+def test_skip_then_stop(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("print('first')"), S.text("Fine, I will not run it."),
+                       S.tool_call("print('second')"))
+    client = Client(["skip", "stop"])
+
+    async def go() -> tuple[Any, Any]:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            return (await prompt(conn, sid, "print first"),
+                    await prompt(conn, sid, "print second"))
+
+    skipped, stopped = run(go())
+    assert skipped.stop_reason == "end_turn" and stopped.stop_reason == "end_turn"
+    first, second = client.finished()
+    assert first.status == "failed" and "Skipped; the code was not run" in text_of(first)
+    assert second.status == "failed" and "Stopped" in text_of(second)
+    assert "Fine, I will not run it." in client.message()
+    assert len(llm_server.requests) == 3  # Stop ends the instruction: no call after it
+    [log] = list((tmp_path / "logs").glob("*.jsonl"))
+    actions = [json.loads(line).get("action") for line in log.read_text().splitlines()
+               if json.loads(line)["event"] == "decision"]
+    assert actions == ["skipped", "stopped"]
+
+
+def test_flagged_step_carries_its_flags_in_the_request(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("import shutil\nshutil.rmtree('data')"), S.text("Not run."))
+    client = Client(["skip"])
+
+    async def go() -> Any:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            return await prompt(conn, sid, "delete the data folder")
+
+    run(go())
+    [(asked, _options)] = client.permissions
+    flags = asked.field_meta["oi_kernel"]["flags"]
+    assert any(f["category"] == "delete-files" and f["severity"] == "high" for f in flags)
+    assert "risk flag" in text_of(asked) and "delete-files" in text_of(asked)
+    assert asked.raw_input["flags"] == flags
+
+
+# ----------------------------------------------------------------------------- cancel
+def test_cancel_mid_step_interrupts_and_the_agent_goes_on(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("import time\nfor i in range(600):\n    time.sleep(0.1)"),
+                       S.tool_call("print('still here', i > 0)"), S.text("Done."))
+    client = Client(["run", "run"])
+
+    async def go() -> tuple[Any, Any, float]:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            task = asyncio.ensure_future(prompt(conn, sid, "sleep a minute"))
+            for _ in range(600):
+                if any(u.status == "in_progress" for u in client.of("tool_call_update")):
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(1.0)
+            started = asyncio.get_running_loop().time()
+            await conn.cancel(session_id=sid)
+            cancelled = await asyncio.wait_for(task, 30)
+            took = asyncio.get_running_loop().time() - started
+            return cancelled, await prompt(conn, sid, "are you there?"), took
+
+    cancelled, after, took = run(go())
+    assert cancelled.stop_reason == "cancelled" and took < 15
+    first = client.finished()[0]
+    assert first.status == "failed" and "nterrupted" in text_of(first)
+    assert after.stop_reason == "end_turn"
+    assert "still here True" in text_of(client.finished()[1])  # same kernel, variables kept
+
+
+def test_cancel_while_the_permission_request_is_unanswered(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("print('never asked back')"), S.text("Hello again."))
+    client = Client([NEVER])
+
+    async def go() -> tuple[Any, Any]:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            task = asyncio.ensure_future(prompt(conn, sid, "print something"))
+            await asyncio.wait_for(client.asked.wait(), 60)
+            await conn.cancel(session_id=sid)
+            cancelled = await asyncio.wait_for(task, 10)
+            return cancelled, await prompt(conn, sid, "hello")
+
+    cancelled, after = run(go())
+    assert cancelled.stop_reason == "cancelled" and after.stop_reason == "end_turn"
+    assert "Hello again." in client.message()
+    assert client.finished()[0].status == "failed"
+
+
+# ----------------------------------------------------------------------------- MCP, exit
+def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnect(
+        llm_server, tmp_path):
+    llm_server.enqueue(S.tool_calls([S.Call(json.dumps({"item": "apple"}),
+                                            "prices__lookup_price")]),
+                       S.tool_call("print(1.25 * 2)"), S.text("2.5 EUR."),
+                       S.tool_call("print('never answered')"))
+    server = McpServerStdio(name="prices", command=sys.executable,
+                            args=["-m", "tests.mcp_server"],
+                            env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))])
+    client = Client(["run", "run", NEVER])
+
+    async def go() -> tuple[Any, list[psutil.Process], list[str]]:
+        async with agent(llm_server, tmp_path, client, servers=[server]) as (conn, proc, sid):
+            first = await prompt(conn, sid, "price of two apples?", timeout=120)
+            tree = psutil.Process(proc.pid).children(recursive=True)
+            names = [" ".join(p.cmdline()) for p in tree]
+            pending = asyncio.ensure_future(prompt(conn, sid, "print more"))
+            await asyncio.wait_for(client.asked.wait(), 60)
+            client.asked.clear()
+            await asyncio.sleep(0.5)
+        # leaving the block closed the agent's stdin: the client went away mid-question
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(pending, 5)
+        return first, tree, names
+
+    first, tree, names = run(go())
+    assert first.stop_reason == "end_turn"
+    offered = [t["function"]["name"] for t in llm_server.requests[0].get("tools", [])]
+    assert "prices__lookup_price" in offered
+    (tool_asked, _), (code_asked, _), _ = client.permissions
+    assert "prices" in tool_asked.title and "lookup_price" in tool_asked.title
+    done = client.finished()
+    assert "apple: 1.25 EUR" in text_of(done[0])
+    # the step after the tool's result carries the untrusted-content note in its request
+    flags = code_asked.field_meta["oi_kernel"]["flags"]
+    assert any(f["category"] == "untrusted-content" for f in flags), flags
+    assert "2.5" in text_of(done[1])
+    assert any("ipykernel" in n for n in names) and any("tests.mcp_server" in n for n in names)
+    gone, alive = psutil.wait_procs(tree, timeout=20)
+    assert not alive, f"left running: {[' '.join(p.cmdline()) for p in alive]}"
