@@ -261,3 +261,25 @@ def test_four_eyes_refuses_the_authors_own_click_and_takes_the_collaborators(
     bob.screenshot("collab-4-bob-approved-four-eyes.png")
     new = decisions(collab_server)[before:]
     assert [(d["action"], d["by"], d["author"]) for d in new] == [("approved", "bob", "alice")]
+
+
+def test_the_author_leaving_mid_card_leaves_the_collaborator_able_to_decide(
+        people: People, collab_server: LabServer, llm: S.ScriptedLLMServer):
+    write_notebook(collab_server.root / "leaving.ipynb", *OI_KERNEL, [""])
+    llm.enqueue(S.tool_call(CODE), S.text("Printed it."))
+    alice, bob = people.sign_in("alice"), people.sign_in("bob")
+    open_shared(alice, "leaving.ipynb")
+    open_shared(bob, "leaving.ipynb")
+    run_in_cell(alice, 0, "say hello")
+    pending(bob).wait_for()
+    before = len(decisions(collab_server))
+    alice.screenshot("collab-5-alice-before-leaving.png")
+    people.contexts[0].close()  # alice's browser goes away while the card waits
+    people.labs.pop("alice")
+    pending(bob).locator("button.oi-run").click()
+    record = decided(bob, 0)
+    record.wait_for()
+    assert "approved by bob" in record.inner_text()
+    assert [(d["action"], d["by"]) for d in decisions(collab_server)[before:]] == [
+        ("approved", "bob")]
+    bob.screenshot("collab-6-bob-decided-after-alice-left.png")

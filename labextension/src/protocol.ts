@@ -15,7 +15,12 @@ export const PROTOCOL_VERSION = 1;
 /** Kernelspec name of the Open Interpreter kernel. */
 export const KERNEL_NAME = 'open-interpreter';
 
-export type ApprovalPolicy = 'always' | 'risky' | 'never';
+export type ApprovalPolicy =
+  | 'always'
+  | 'risky'
+  | 'never'
+  | 'four-eyes'
+  | 'four-eyes-all';
 
 /** Where code runs: a child kernel here, sandboxed, on a gateway, or the notebook's own. */
 export type Placement = 'local' | 'sandbox' | 'gateway' | 'shell';
@@ -235,7 +240,13 @@ function int(data: Json, key: string): number {
     : 0;
 }
 
-const APPROVALS: ApprovalPolicy[] = ['always', 'risky', 'never'];
+const APPROVALS: ApprovalPolicy[] = [
+  'always',
+  'risky',
+  'never',
+  'four-eyes',
+  'four-eyes-all'
+];
 const PLACEMENTS: Placement[] = ['local', 'sandbox', 'gateway', 'shell'];
 
 function strings(data: Json, key: string): string[] {
@@ -562,7 +573,9 @@ export function formatCost(cost: number | null): string {
 const APPROVAL_LABELS: Record<ApprovalPolicy, string> = {
   always: 'ask each',
   risky: 'ask if risky',
-  never: 'auto-run'
+  never: 'auto-run',
+  'four-eyes': 'four-eyes',
+  'four-eyes-all': 'four-eyes (all)'
 };
 
 export function approvalLabel(policy: ApprovalPolicy): string {

@@ -444,6 +444,15 @@ describe('shared approval cards', () => {
     expect(deciderName(null)).toBe('');
   });
 
+  it('shows four-eyes approval as itself', () => {
+    const status = parseKernelMessage({
+      ...STATUS,
+      approval: 'four-eyes'
+    }) as IStatusMessage;
+    expect(status.approval).toBe('four-eyes');
+    expect(formatStatus(status)).toContain('four-eyes');
+  });
+
   it('names who decided the last step in the tooltip', () => {
     expect(
       formatStatusTooltip({ ...STATUS, last_decision: 'step 2 · approved by bob' })
