@@ -14,7 +14,11 @@ import { ISignal, Signal } from '@lumino/signaling';
 import {
   COMM_TARGET,
   FrontendMessage,
+  ICardEvent,
+  ICardStateReply,
   ICodeRan,
+  IDecideRequest,
+  IDecideResult,
   IExportResult,
   IStatusMessage,
   IVerifyResult,
@@ -51,7 +55,15 @@ interface IPending {
  * `%load_ext oi_kernel` done.
  */
 export class OIConnection implements IDisposable {
-  constructor(readonly panel: NotebookPanel) {
+  /**
+   * `userName` gives the name this browser's user decides under (JupyterLab's
+   * identity); it becomes the `username` of every message this notebook's
+   * kernel connection sends (JupyterLab 4 sends "" there).
+   */
+  constructor(
+    readonly panel: NotebookPanel,
+    readonly userName: () => string = () => ''
+  ) {
     const ctx = panel.sessionContext;
     ctx.kernelChanged.connect(this._onKernelChanged, this);
     ctx.statusChanged.connect(this._onKernelStatus, this);
@@ -72,6 +84,58 @@ export class OIConnection implements IDisposable {
   /** Emits every `code_ran` message. */
   get codeRan(): ISignal<this, ICodeRan> {
     return this._codeRan;
+  }
+
+  /** Emits when an approval card was decided (in any view). */
+  get cardDecided(): ISignal<this, ICardEvent> {
+    return this._cardDecided;
+  }
+
+  /** What the kernel says of approval card `card`. */
+  cardState(card: string): Promise<ICardStateReply> {
+    return this._request({
+      type: 'card_state',
+      request_id: UUID.uuid4(),
+      card
+    }) as Promise<ICardStateReply>;
+  }
+
+  /** Decide approval card `card` as this browser's user. */
+  decide(
+    card: string,
+    action: IDecideRequest['action'],
+    reason: string,
+    code?: string
+  ): Promise<IDecideResult> {
+    this._signMessages();
+    const msg: IDecideRequest = {
+      type: 'decide',
+      request_id: UUID.uuid4(),
+      card,
+      action,
+      user: this.userName(),
+      reason
+    };
+    if (code !== undefined) {
+      msg.code = code;
+    }
+    return this._request(msg) as Promise<IDecideResult>;
+  }
+
+  /**
+   * Put this user's name in the `username` of the kernel connection's messages
+   * (execute requests, stdin answers, widget clicks, this comm), so the kernel
+   * knows who decided. The connection keeps it in a private field: when a
+   * JupyterLab version lacks it, `decide` still names the user in its data.
+   */
+  private _signMessages(): void {
+    const kernel = this.panel.sessionContext.session?.kernel as unknown as
+      | { _username?: unknown }
+      | undefined;
+    const name = this.userName();
+    if (kernel && name && typeof kernel._username === 'string') {
+      kernel._username = name;
+    }
   }
 
   get available(): boolean {
@@ -164,6 +228,7 @@ export class OIConnection implements IDisposable {
     }
     this._wantOpen = false;
     this._attempted = true;
+    this._signMessages();
     let comm: Kernel.IComm;
     try {
       comm = kernel.createComm(COMM_TARGET);
@@ -195,6 +260,7 @@ export class OIConnection implements IDisposable {
     }
     switch (message.type) {
       case 'status':
+        this._signMessages();
         this._status = message;
         this._statusChanged.emit(message);
         if (message.error) {
@@ -203,6 +269,9 @@ export class OIConnection implements IDisposable {
         break;
       case 'code_ran':
         this._codeRan.emit(message);
+        break;
+      case 'card':
+        this._cardDecided.emit(message);
         break;
       default: {
         const pending = this._pending.get(message.request_id);
@@ -283,4 +352,5 @@ export class OIConnection implements IDisposable {
   private _pending = new Map<string, IPending>();
   private _statusChanged = new Signal<this, IStatusMessage | null>(this);
   private _codeRan = new Signal<this, ICodeRan>(this);
+  private _cardDecided = new Signal<this, ICardEvent>(this);
 }

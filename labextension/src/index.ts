@@ -12,10 +12,12 @@ import {
 import { ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { Signal } from '@lumino/signaling';
 
+import { cardRendererFactory } from './cardview';
 import { AutoInserter } from './cells';
 import {
   CommandIDs,
@@ -24,6 +26,7 @@ import {
   exportNotebook
 } from './commands';
 import { ConnectionManager } from './manager';
+import { CARD_MIME, deciderName } from './protocol';
 import { DEFAULT_SETTINGS, ISettings, readSettings } from './settings';
 import {
   UNDO_COMMAND,
@@ -48,7 +51,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     IStatusBar,
     ISettingRegistry,
     IDocumentManager,
-    IToolbarWidgetRegistry
+    IToolbarWidgetRegistry,
+    IRenderMimeRegistry
   ],
   activate
 };
@@ -60,9 +64,16 @@ function activate(
   statusBar: IStatusBar | null,
   settingRegistry: ISettingRegistry | null,
   docManager: IDocumentManager | null,
-  toolbarRegistry: IToolbarWidgetRegistry | null
+  toolbarRegistry: IToolbarWidgetRegistry | null,
+  rendermime: IRenderMimeRegistry | null
 ): void {
-  const manager = new ConnectionManager(tracker);
+  // Who decides in this browser: JupyterLab's user (with collaboration, each
+  // collaborator's own; on JupyterHub, the Hub user).
+  const user = app.serviceManager.user;
+  const manager = new ConnectionManager(tracker, () =>
+    deciderName(user?.identity ?? null)
+  );
+  addSharedCards(manager, tracker, rendermime);
   let settings: ISettings = { ...DEFAULT_SETTINGS };
   const settingsChanged = new Signal<typeof manager, void>(manager);
 
@@ -116,6 +127,29 @@ function activate(
         console.error('oi-kernel: cannot load settings', reason);
       });
   }
+}
+
+/**
+ * The shared approval card renderer, in the application's registry (so every
+ * notebook opened later has it) and in each notebook's own registry.
+ */
+function addSharedCards(
+  manager: ConnectionManager,
+  tracker: INotebookTracker,
+  rendermime: IRenderMimeRegistry | null
+): void {
+  const factory = cardRendererFactory(node => {
+    const panel = tracker.find(p => p.node.contains(node));
+    return panel ? manager.get(panel) : null;
+  });
+  const add = (registry: IRenderMimeRegistry | null | undefined): void => {
+    if (registry && !registry.getFactory(CARD_MIME)) {
+      registry.addFactory(factory, factory.defaultRank);
+    }
+  };
+  add(rendermime);
+  tracker.forEach(panel => add(panel.content.rendermime));
+  tracker.widgetAdded.connect((_, panel) => add(panel.content.rendermime));
 }
 
 function addToolbarButton(

@@ -15,7 +15,10 @@ export interface ICodeRanArgs {
 }
 
 export class ConnectionManager implements IDisposable {
-  constructor(readonly tracker: INotebookTracker) {
+  constructor(
+    readonly tracker: INotebookTracker,
+    readonly userName: () => string = () => ''
+  ) {
     tracker.widgetAdded.connect((_, panel) => void this._add(panel), this);
     tracker.currentChanged.connect(() => this._changed.emit(), this);
     tracker.forEach(panel => void this._add(panel));
@@ -61,7 +64,7 @@ export class ConnectionManager implements IDisposable {
     if (existing) {
       return existing;
     }
-    const connection = new OIConnection(panel);
+    const connection = new OIConnection(panel, this.userName);
     this._connections.set(panel, connection);
     connection.statusChanged.connect(() => this._changed.emit(), this);
     connection.codeRan.connect(

@@ -15,7 +15,12 @@ export const PROTOCOL_VERSION = 1;
 /** Kernelspec name of the Open Interpreter kernel. */
 export const KERNEL_NAME = 'open-interpreter';
 
-export type ApprovalPolicy = 'always' | 'risky' | 'never';
+export type ApprovalPolicy =
+  | 'always'
+  | 'risky'
+  | 'never'
+  | 'four-eyes'
+  | 'four-eyes-all';
 
 /** Where code runs: a child kernel here, sandboxed, on a gateway, or the notebook's own. */
 export type Placement = 'local' | 'sandbox' | 'gateway' | 'shell';
@@ -50,6 +55,8 @@ export interface IStatusMessage {
   policy_strict: boolean;
   /** Why the last `set_model` was refused ('' when it was not). */
   error: string;
+  /** Who decided the last step, e.g. "step 2 · approved by alice" ('' before any). */
+  last_decision: string;
 }
 
 export interface IExportResult {
@@ -86,14 +93,66 @@ export interface ICodeRan {
   step: number;
 }
 
+/** Mime type of the shared approval card (the kernel's `approval.card.CARD_MIME`). */
+export const CARD_MIME = 'application/vnd.oi-kernel.card+json';
+
+export type CardState = 'pending' | 'decided' | 'unknown';
+
+/**
+ * What the kernel says of one approval card: `pending` (with what to show: the
+ * code and the kernel-made header, flags and visible-characters view),
+ * `decided` (with its record), or `unknown` (the kernel restarted).
+ */
+export interface ICardInfo {
+  card: string;
+  state: CardState;
+  step: number;
+  language: string;
+  header_html: string;
+  visible_html: string;
+  code: string;
+  run_all: boolean;
+  four_eyes_html: string;
+  label: string;
+  by: string;
+  html: string;
+}
+
+/** Answer to `card_state`. */
+export interface ICardStateReply extends ICardInfo {
+  type: 'card_state';
+  request_id: string;
+}
+
+/** Pushed to every view when a card is decided. */
+export interface ICardEvent extends ICardInfo {
+  type: 'card';
+}
+
+/** Answer to `decide`: `ok` when this decision counted, else why not. */
+export interface IDecideResult extends ICardInfo {
+  type: 'decide_result';
+  request_id: string;
+  ok: boolean;
+  refused: boolean;
+  error: string;
+}
+
 export type KernelMessage =
   | IStatusMessage
   | IExportResult
   | IVerifyResult
-  | ICodeRan;
+  | ICodeRan
+  | ICardStateReply
+  | IDecideResult
+  | ICardEvent;
 
 /** A reply that answers one request, matched by `request_id`. */
-export type ReplyMessage = IExportResult | IVerifyResult;
+export type ReplyMessage =
+  | IExportResult
+  | IVerifyResult
+  | ICardStateReply
+  | IDecideResult;
 
 // ---------------------------------------------------------------------------
 // Frontend -> kernel
@@ -126,12 +185,34 @@ export interface IVerifyRequest {
   path: string;
 }
 
+export type CardAction = 'run' | 'run_all' | 'skip' | 'stop';
+
+export interface ICardStateRequest {
+  type: 'card_state';
+  request_id: string;
+  card: string;
+}
+
+/** A shared card's button; `user` backs up the message header's username. */
+export interface IDecideRequest {
+  type: 'decide';
+  request_id: string;
+  card: string;
+  action: CardAction;
+  user: string;
+  /** Present only when the code was edited. */
+  code?: string;
+  reason: string;
+}
+
 export type FrontendMessage =
   | IHello
   | IGetStatus
   | ISetModel
   | IExportRequest
-  | IVerifyRequest;
+  | IVerifyRequest
+  | ICardStateRequest
+  | IDecideRequest;
 
 export function helloMessage(): IHello {
   return { type: 'hello', version: PROTOCOL_VERSION };
@@ -159,7 +240,13 @@ function int(data: Json, key: string): number {
     : 0;
 }
 
-const APPROVALS: ApprovalPolicy[] = ['always', 'risky', 'never'];
+const APPROVALS: ApprovalPolicy[] = [
+  'always',
+  'risky',
+  'never',
+  'four-eyes',
+  'four-eyes-all'
+];
 const PLACEMENTS: Placement[] = ['local', 'sandbox', 'gateway', 'shell'];
 
 function strings(data: Json, key: string): string[] {
@@ -209,8 +296,79 @@ function parseStatus(data: Json): IStatusMessage | null {
     policy: strings(data, 'policy'),
     policy_rules: strings(data, 'policy_rules'),
     policy_strict: data.policy_strict === true,
+    error: str(data, 'error'),
+    last_decision: str(data, 'last_decision')
+  };
+}
+
+const CARD_STATES: CardState[] = ['pending', 'decided', 'unknown'];
+
+/** The card fields of a `card_state`, `decide_result` or `card` message. */
+export function parseCardInfo(data: Json): ICardInfo | null {
+  if (typeof data.card !== 'string') {
+    return null;
+  }
+  return {
+    card: data.card,
+    state: CARD_STATES.includes(data.state as CardState)
+      ? (data.state as CardState)
+      : 'unknown',
+    step: int(data, 'step'),
+    language: str(data, 'language'),
+    header_html: str(data, 'header_html'),
+    visible_html: str(data, 'visible_html'),
+    code: str(data, 'code'),
+    run_all: data.run_all === true,
+    four_eyes_html: str(data, 'four_eyes_html'),
+    label: str(data, 'label'),
+    by: str(data, 'by'),
+    html: str(data, 'html')
+  };
+}
+
+function parseCardReply(data: Json): KernelMessage | null {
+  const info = parseCardInfo(data);
+  if (!info) {
+    return null;
+  }
+  if (data.type === 'card') {
+    return { ...info, type: 'card' };
+  }
+  if (typeof data.request_id !== 'string') {
+    return null;
+  }
+  if (data.type === 'card_state') {
+    return { ...info, type: 'card_state', request_id: data.request_id };
+  }
+  return {
+    ...info,
+    type: 'decide_result',
+    request_id: data.request_id,
+    ok: data.ok === true,
+    refused: data.refused === true,
     error: str(data, 'error')
   };
+}
+
+/**
+ * The name this frontend's user decides under: JupyterLab's identity
+ * (`ICurrentUser`). An anonymous server user's name is a random hex id, so its
+ * display name ("Anonymous Io") is sent instead: it tells collaborators apart.
+ */
+export function deciderName(identity: {
+  username?: string;
+  name?: string;
+  display_name?: string;
+} | null): string {
+  if (!identity) {
+    return '';
+  }
+  const username = (identity.username ?? '').trim();
+  const display = (identity.display_name || identity.name || '').trim();
+  if (/^[0-9a-f]{32}$/i.test(username) && display) {
+    return display;
+  }
+  return username || display;
 }
 
 function parseVerifyCell(value: unknown): IVerifyCell | null {
@@ -290,6 +448,10 @@ export function parseKernelMessage(data: unknown): KernelMessage | null {
       return parseVerify(data);
     case 'code_ran':
       return parseCodeRan(data);
+    case 'card':
+    case 'card_state':
+    case 'decide_result':
+      return parseCardReply(data);
     default:
       return null;
   }
@@ -411,7 +573,9 @@ export function formatCost(cost: number | null): string {
 const APPROVAL_LABELS: Record<ApprovalPolicy, string> = {
   always: 'ask each',
   risky: 'ask if risky',
-  never: 'auto-run'
+  never: 'auto-run',
+  'four-eyes': 'four-eyes',
+  'four-eyes-all': 'four-eyes (all)'
 };
 
 export function approvalLabel(policy: ApprovalPolicy): string {
@@ -504,6 +668,9 @@ export function formatStatusTooltip(status: IStatusMessage): string {
     ...placementLines(status),
     ...sandboxGrants(status),
     `Turns: ${status.turns}`,
+    ...(status.last_decision
+      ? [`Last decision: ${status.last_decision}`]
+      : []),
     ...policyLines(status)
   ].join('\n');
 }

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import html
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +33,13 @@ from oi_kernel.core.types import ApprovalRequest, Decision
 from oi_kernel.safety.visible import has_hidden, hidden_findings, needs_marking, visible
 
 Publish = Callable[[str, dict[str, Any]], None]
+Listener = Callable[[dict[str, Any]], None]
+
+# The card's own mime type, next to the widget view: the JupyterLab extension renders it in
+# every view of the notebook (a collaborator's, a reloaded one), asking the kernel for the card
+# by its id. It carries no code: what a view shows comes from the kernel, never from the
+# (shared, editable) notebook document.
+CARD_MIME = "application/vnd.oi-kernel.card+json"
 
 _ICONS = {"approved": "✅", "edited": "✏️", "skipped": "⏭️", "stopped": "⏹️", "auto": "▶️"}
 
@@ -170,6 +179,8 @@ class ApprovalCard:
         self.root.add_class("oi-card")
         self.root.add_class("oi-card-pending")
         self.display_id = uuid.uuid4().hex
+        self._lock = threading.Lock()
+        self._claimed: Decision | None = None
 
     def _button(self, text: str, cls: str, style: str, tip: str,
                 handler: Callable[[Any], None]) -> Any:
@@ -182,12 +193,20 @@ class ApprovalCard:
         return button
 
     # Callbacks run while the cell awaits; they only resolve the future.
-    def _resolve(self, decision: Decision) -> None:
+    def _resolve(self, decision: Decision) -> Decision:
+        """Claim the card for ``decision``; the first claim wins (two people clicking at once,
+        a widget click and a shared-card click): returns the decision that won."""
+        with self._lock:
+            if self._claimed is not None:
+                return self._claimed
+            self._claimed = decision
+
         def settle() -> None:
             if not self.decision.done():
                 self.decision.set_result(decision)
 
         self.loop.call_soon_threadsafe(settle)
+        return decision
 
     def _current_code(self) -> tuple[str, bool]:
         text = self.code.value
@@ -216,11 +235,54 @@ class ApprovalCard:
     def _stop(self, button: Any) -> None:
         self._resolve(Decision("stop", reason=self.reason.value.strip(), by=_clicker(button)))
 
+    def decide(self, action: str, by: str, code: str | None = None,
+               reason: str = "") -> dict[str, Any]:
+        """A decision from the shared card (any view, any collaborator): the reply to send
+        back (``ok``, else ``error``: a four-eyes refusal, or who decided first)."""
+        request = self.request
+        if action not in ("run", "run_all", "skip", "stop"):
+            return {"ok": False, "error": f"Unknown card action {action!r}."}
+        if action in ("run", "run_all"):
+            if request.four_eyes and identity.same_person(by, request.author):
+                refusal = four_eyes.refusal_text(visible(request.author), request.four_eyes,
+                                                 request.four_eyes_source)
+                return {"ok": False, "refused": True, "error": refusal}
+            if action == "run_all" and not request.run_all_allowed:
+                return {"ok": False, "error": "Run all is not allowed here (the "
+                                              "administrator's policy asks about every block)."}
+            ran = request.block.code if code is None else code
+            decision = Decision("run", ran, edited=ran != request.block.code,
+                                run_all=action == "run_all", by=by)
+        else:
+            decision = Decision(action, reason=reason.strip()[:500], by=by)
+        won = self._resolve(decision)
+        if won is not decision:
+            return {"ok": False, "error": f"Already decided: {won.label} by {won.by}."}
+        return {"ok": True, "error": ""}
+
+    def state(self) -> dict[str, Any]:
+        """What a view shows for this pending card (from the kernel, never the notebook)."""
+        request = self.request
+        return {
+            "state": "pending",
+            "step": request.step,
+            "language": request.block.language,
+            "tool": request.tool or "",
+            "header_html": header_html(request),
+            "visible_html": visible_code_html(request.block.code, request.block.language),
+            "code": request.block.code,
+            "run_all": bool(request.run_all_allowed),
+            "four_eyes_html": _four_eyes_html(request),
+        }
+
     # ------------------------------------------------------------------ display
     def show(self, publish: Publish) -> None:
+        _PENDING[self.display_id] = self
         data = {
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.root.model_id},
+            CARD_MIME: {"card": self.display_id, "step": self.request.step,
+                        "language": self.request.tool or self.request.block.language},
             "text/plain": f"[approval card: step {self.request.step}, "
                           f"{self.request.tool or visible(self.request.block.language)}"
                           + (", recognised as code]" if self.request.block.bare else "]"),
@@ -236,7 +298,66 @@ class ApprovalCard:
             "data": {"text/html": record, "text/plain": plain}, "metadata": {},
             "transient": {"display_id": self.display_id}})
         decision.shown = {"display_id": self.display_id, "html": record, "plain": plain}
+        _PENDING.pop(self.display_id, None)
+        outcome = {"state": "decided", "label": decision.label, "by": decision.by,
+                   "html": record, "step": self.request.step}
+        _DECIDED[self.display_id] = outcome
+        while len(_DECIDED) > MAX_DECIDED:
+            _DECIDED.popitem(last=False)
+        for listener in list(_LISTENERS):
+            try:
+                listener({"card": self.display_id, **outcome})
+            except Exception:  # a frontend that went away must not break the turn
+                pass
         _close_tree(self.root)
+
+
+# ---------------------------------------------------------------------------- shared cards
+# Pending cards of this process by id, the outcome of recent ones, and who wants to know
+# (the frontend comms). A decision may arrive on a comm while the cell awaits the card:
+# ``ApprovalCard._resolve`` takes a lock, so the first decision wins and is counted once.
+_PENDING: dict[str, ApprovalCard] = {}
+_DECIDED: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_LISTENERS: list[Listener] = []
+MAX_DECIDED = 500
+
+
+def on_decided(listener: Listener) -> None:
+    """Call ``listener`` with ``{"card", "state", "label", "by", "html", "step"}`` each time a
+    card is decided."""
+    _LISTENERS.append(listener)
+
+
+def off_decided(listener: Listener) -> None:
+    if listener in _LISTENERS:
+        _LISTENERS.remove(listener)
+
+
+def card_state(card_id: Any) -> dict[str, Any]:
+    """What the kernel knows of card ``card_id``: pending (with what to show), decided (with
+    its record), or unknown (the kernel restarted, or the card is not this kernel's)."""
+    if isinstance(card_id, str):
+        if card := _PENDING.get(card_id):
+            return {"card": card_id, **card.state()}
+        if outcome := _DECIDED.get(card_id):
+            return {"card": card_id, **outcome}
+    return {"card": card_id if isinstance(card_id, str) else "", "state": "unknown"}
+
+
+def decide_card(card_id: Any, action: Any, by: str, code: Any = None,
+                reason: Any = "") -> dict[str, Any]:
+    """A shared card's button: decide pending card ``card_id`` as ``by``."""
+    card = _PENDING.get(card_id) if isinstance(card_id, str) else None
+    if card is None:
+        known = card_state(card_id)
+        if known["state"] == "decided":
+            return {"ok": False, "error": f"Already decided: {known['label']} by {known['by']}.",
+                    **known}
+        return {"ok": False, "error": "This card is no longer pending (the step ended or the "
+                                      "kernel restarted).", **known}
+    code = code if isinstance(code, str) else None
+    reply = card.decide(str(action), by, code, reason if isinstance(reason, str) else "")
+    return {"card": card_id, **reply}
 
 
 _SIGNED: list[Any] = []

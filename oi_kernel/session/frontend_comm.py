@@ -2,10 +2,19 @@
 
 The extension (``labextension/src/protocol.ts`` is the reference) opens one comm
 of target ``oi_kernel`` per notebook. Frontend -> kernel: ``hello``,
-``get_status``, ``set_model``, ``export``, ``verify``. Kernel -> frontend:
+``get_status``, ``set_model``, ``export``, ``verify``, ``card_state`` and ``decide`` (the
+shared approval card, see below). Kernel -> frontend:
 ``status`` (pushed on open, after each turn and whenever the model or approval
-policy changes; with ``error`` when a ``set_model`` was refused), ``export_result`` / ``verify_result`` (answers, matched by
-``request_id``) and ``code_ran`` (each executed step, for "insert as cells").
+policy changes; with ``error`` when a ``set_model`` was refused; ``last_decision`` names who
+decided the last step), ``export_result`` / ``verify_result`` / ``card_state`` /
+``decide_result`` (answers, matched by ``request_id``), ``code_ran`` (each executed step, for
+"insert as cells") and ``card`` (a card was decided: every view turns it into the record).
+
+The shared card: the card's display carries ``approval.card.CARD_MIME`` with its id; every
+view of the notebook (each collaborator's, a reloaded one) asks ``card_state`` and shows what
+the kernel answers; a button sends ``decide`` and the first decision wins. Who decided is the
+comm message's header ``username`` (the extension sets it to JupyterLab's user), else the
+``user`` the message names, with ``core.identity``'s fallbacks.
 
 ``FrontendComms`` knows an engine, how to find the session log, and nothing of
 the kernel class, so the Open Interpreter kernel and the ``%%oi`` magic share it::
@@ -27,6 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from oi_kernel.approval import card as cards
+from oi_kernel.core import identity
 from oi_kernel.errors import OIError
 
 TARGET = "oi_kernel"
@@ -62,6 +73,8 @@ class FrontendComms:
         self._comms: dict[str, Any] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._manager: Any = None
+        self._last_decision = ""  # "step 2 · approved by alice" (the status tooltip)
+        cards.on_decided(self._card_decided)
         engine.observe(self._on_setting, names=["approval"])
         engine.llm.observe(self._on_setting, names=["model"])
         self._watched = self._sandbox_traits()
@@ -91,6 +104,7 @@ class FrontendComms:
         self._comms.clear()
         for task in list(self._tasks):
             task.cancel()
+        cards.off_decided(self._card_decided)
         self.engine.unobserve(self._on_setting, names=["approval"])
         self.engine.llm.unobserve(self._on_setting, names=["model"])
         for obj, names in self._watched:
@@ -126,6 +140,7 @@ class FrontendComms:
             "sandbox_write": list(grants.write_paths) if grants is not None else [],
             "turns": len(self.engine.turns),
             "kernel": self.kind,
+            "last_decision": self._last_decision,
         }
 
     def broadcast_status(self) -> None:
@@ -164,6 +179,7 @@ class FrontendComms:
             kind = type(event).__name__
             if kind == "StepDone":
                 self._step_done(event.record, cell_id)
+                self._note_decision(event.record)
             elif kind == "TurnDone":
                 self.broadcast_status()
 
@@ -178,6 +194,20 @@ class FrontendComms:
         language = normalize_language(record.block.language) or record.block.language
         turn = self.engine.turns[-1].index if self.engine.turns else 0
         self.code_ran(language, decision.code, cell_id, turn, record.index, record.status)
+
+    def _note_decision(self, record: Any) -> None:
+        """Remember who decided the step (card, stdin, policy): the status pushed when the turn
+        ends names it."""
+        decision = record.decision
+        if decision is None:
+            return
+        by = "" if decision.by == "auto" else f" by {decision.by}"
+        self._last_decision = f"step {record.index} · {decision.label}{by}"
+
+    def _card_decided(self, event: dict[str, Any]) -> None:
+        """A card was decided (in any view): every view turns it into the record."""
+        if self._comms:
+            self._broadcast({"type": "card", **event})
 
     def _sandbox_traits(self) -> list[tuple[Any, list[str]]]:
         """The child kernel's sandbox switch and grants, when code runs in one."""
@@ -214,8 +244,23 @@ class FrontendComms:
             self._send(comm, self.export(data))
         elif kind == "verify":
             self._start(self._verify_and_reply(comm, data))
+        elif kind == "card_state":
+            self._send(comm, {**cards.card_state(data.get("card")), "type": "card_state",
+                              "request_id": _request_id(data)})
+        elif kind == "decide":
+            self._decide(comm, msg, data)
         else:
             log.warning("unknown oi_kernel comm message %r", kind)
+
+    def _decide(self, comm: Any, msg: dict[str, Any], data: dict[str, Any]) -> None:
+        """A shared card's button; the reply says whether this decision counted."""
+        header = msg.get("header") or {}
+        by = identity.person(identity.clean(header.get("username")) or data.get("user"))
+        reply = cards.decide_card(data.get("card"), data.get("action"), by,
+                                  code=data.get("code"), reason=data.get("reason") or "")
+        # ``sender``: who clicked; a card decided earlier names its decider in ``by``
+        self._send(comm, {**reply, "type": "decide_result", "request_id": _request_id(data),
+                          "sender": by})
 
     def _set_model(self, comm: Any, data: dict[str, Any]) -> None:
         model = data.get("model")

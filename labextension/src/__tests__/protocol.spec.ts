@@ -15,7 +15,8 @@ import {
   relativePath,
   resolveReportedPath,
   usesOiMagic,
-  verifySummary
+  verifySummary,
+  deciderName
 } from '../protocol';
 
 const STATUS: IStatusMessage = {
@@ -36,7 +37,8 @@ const STATUS: IStatusMessage = {
   policy: [],
   policy_rules: [],
   policy_strict: false,
-  error: ''
+  error: '',
+  last_decision: ''
 };
 
 describe('helloMessage', () => {
@@ -94,7 +96,8 @@ describe('parseKernelMessage', () => {
       policy: [],
       policy_rules: [],
       policy_strict: false,
-      error: ''
+      error: '',
+      last_decision: ''
     });
   });
 
@@ -385,5 +388,75 @@ describe('magics for inserted cells', () => {
     ['%%oink', false]
   ])('usesOiMagic(%j) = %j', (source, expected) => {
     expect(usesOiMagic(source)).toBe(expected);
+  });
+});
+
+describe('shared approval cards', () => {
+  it('parses a pending card state with its kernel-made fields', () => {
+    const msg = parseKernelMessage({
+      type: 'card_state',
+      request_id: 'r1',
+      card: 'abc',
+      state: 'pending',
+      step: 2,
+      code: 'print(1)',
+      run_all: true
+    });
+    expect(msg).toMatchObject({
+      type: 'card_state',
+      card: 'abc',
+      state: 'pending',
+      step: 2,
+      code: 'print(1)',
+      run_all: true,
+      header_html: ''
+    });
+  });
+
+  it('parses a refused decision and a decided event', () => {
+    expect(
+      parseKernelMessage({
+        type: 'decide_result',
+        request_id: 'r2',
+        card: 'abc',
+        ok: false,
+        refused: true,
+        error: 'no'
+      })
+    ).toMatchObject({ ok: false, refused: true, error: 'no', state: 'unknown' });
+    expect(
+      parseKernelMessage({ type: 'card', card: 'abc', state: 'decided', by: 'bob' })
+    ).toMatchObject({ type: 'card', state: 'decided', by: 'bob' });
+    expect(parseKernelMessage({ type: 'card', state: 'decided' })).toBeNull();
+    expect(parseKernelMessage({ type: 'decide_result', card: 'x' })).toBeNull();
+  });
+
+  it('decides under the username, or an anonymous user\'s display name', () => {
+    expect(deciderName({ username: 'alice', display_name: 'Alice A' })).toBe(
+      'alice'
+    );
+    expect(
+      deciderName({
+        username: '0123456789abcdef0123456789abcdef',
+        display_name: 'Anonymous Io'
+      })
+    ).toBe('Anonymous Io');
+    expect(deciderName(null)).toBe('');
+  });
+
+  it('shows four-eyes approval as itself', () => {
+    const status = parseKernelMessage({
+      ...STATUS,
+      approval: 'four-eyes'
+    }) as IStatusMessage;
+    expect(status.approval).toBe('four-eyes');
+    expect(formatStatus(status)).toContain('four-eyes');
+  });
+
+  it('names who decided the last step in the tooltip', () => {
+    expect(
+      formatStatusTooltip({ ...STATUS, last_decision: 'step 2 · approved by bob' })
+    ).toContain('Last decision: step 2 · approved by bob');
+    expect(formatStatusTooltip(STATUS)).not.toContain('Last decision');
   });
 });
