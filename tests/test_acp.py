@@ -75,10 +75,10 @@ def text_of(update: Any) -> str:
 
 @contextlib.asynccontextmanager
 async def agent(server: S.ScriptedLLMServer, tmp: Path, client: Client,
-                servers: list[Any] | None = None, **env: str
+                servers: list[Any] | None = None, new: bool = True, **env: str
                 ) -> AsyncIterator[tuple[Any, Any, str]]:
     """``oi-kernel acp`` started as a client starts it; yields (connection, process,
-    session id) for a session in ``tmp/work``."""
+    session id) for a session in ``tmp/work`` (no session when not ``new``)."""
     work = tmp / "work"
     work.mkdir(exist_ok=True)
     environ = {**os.environ, **oi_env(server, tmp, **env), "PYTHONPATH": str(ROOT)}
@@ -89,9 +89,12 @@ async def agent(server: S.ScriptedLLMServer, tmp: Path, client: Client,
                 cwd=str(tmp), transport_kwargs={"stderr": stderr.fileno(),
                                                 "shutdown_timeout": 20}) as (conn, proc):
             await asyncio.wait_for(conn.initialize(protocol_version=1), 60)
-            new = await asyncio.wait_for(
+            if not new:
+                yield conn, proc, ""
+                return
+            session = await asyncio.wait_for(
                 conn.new_session(cwd=str(work), mcp_servers=servers or []), 60)
-            yield conn, proc, new.session_id
+            yield conn, proc, session.session_id
     finally:
         stderr.close()
 
@@ -295,3 +298,61 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
     assert any("ipykernel" in n for n in names) and any("tests.mcp_server" in n for n in names)
     gone, alive = psutil.wait_procs(tree, timeout=20)
     assert not alive, f"left running: {[' '.join(p.cmdline()) for p in alive]}"
+
+
+# ----------------------------------------------------------------------------- load, bad input
+def test_a_session_loads_in_a_new_agent_process(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("answer = 41 + 1"), S.text("I set answer."),
+                       S.text("It was 42."))
+    first, second = Client(["run"]), Client()
+
+    async def go() -> Any:
+        async with agent(llm_server, tmp_path, first) as (conn, _proc, sid):
+            await prompt(conn, sid, "set answer to 41 + 1")
+        async with agent(llm_server, tmp_path, second, new=False) as (conn, _proc, _):
+            loaded = await asyncio.wait_for(conn.load_session(
+                cwd=str(tmp_path / "work"), session_id=sid, mcp_servers=[]), 60)
+            await prompt(conn, sid, "what was it?")
+            return loaded
+
+    assert run(go()) is not None
+    said = [u.content.text for u in second.of("user_message_chunk")]
+    assert said == ["set answer to 41 + 1"]
+    assert "I set answer." in second.message() and "Variables are not restored" in \
+        second.message()
+    assert "answer = 41 + 1" in text_of(second.of("tool_call")[0])
+    last = llm_server.requests[-1]["messages"]
+    assert any(m.get("content") == "I set answer." for m in last)  # the model has the history
+    assert "It was 42." in second.message()
+
+
+def test_bad_input_gets_an_error_that_says_how_to_fix_it(llm_server, tmp_path):
+    from acp import RequestError, image_block
+
+    client = Client()
+
+    async def error_of(call: Any) -> str:
+        with pytest.raises(RequestError) as info:
+            await asyncio.wait_for(call, 60)
+        return json.dumps(info.value.data)
+
+    async def go() -> dict[str, str]:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            errors = {
+                "cwd": await error_of(conn.new_session(cwd="relative/dir", mcp_servers=[])),
+                "session": await error_of(conn.prompt(session_id="nope",
+                                                      prompt=[text_block("hi")])),
+                "image": await error_of(conn.prompt(session_id=sid, prompt=[
+                    image_block("iVBORw0KGgo=", "image/png")])),
+                "load": await error_of(conn.load_session(cwd=str(tmp_path), session_id="x",
+                                                         mcp_servers=[])),
+            }
+            errors["still"] = (await prompt(conn, sid, "/status")).stop_reason
+            return errors
+
+    errors = run(go())
+    assert "absolute path of an existing directory" in errors["cwd"]
+    assert "start one with session/new" in errors["session"]
+    assert "send text" in errors["image"]
+    assert "no saved session" in errors["load"]
+    assert errors["still"] == "end_turn" and "| model |" in client.message()  # it lives on

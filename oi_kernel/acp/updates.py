@@ -255,3 +255,25 @@ def usage(turn: Turn | None) -> Usage | None:
     u = turn.usage
     return Usage(total_tokens=u.prompt_tokens + u.completion_tokens,
                  input_tokens=u.prompt_tokens, output_tokens=u.completion_tokens)
+
+
+def history_updates(messages: list[dict[str, Any]]) -> list[Any]:
+    """A loaded conversation as the client shows it again (``session/load``): each
+    instruction as a user message, each reply's text as an agent message, each step's code
+    as a finished tool call (its output is the model's, not the kernel's, record of it)."""
+    out: list[Any] = []
+    for n, message in enumerate(messages):
+        role, content = message.get("role"), message.get("content")
+        text = content if isinstance(content, str) else ""
+        if role == "user" and text:
+            out.append(H.update_user_message_text(text))
+        elif role == "assistant":
+            if text:
+                out.append(H.update_agent_message_text(text))
+            for call in message.get("tool_calls") or []:
+                arguments = (call.get("function") or {}).get("arguments", "")
+                out.append(H.start_tool_call(f"oi-loaded-{n}-{call.get('id', '')}",
+                                             (call.get("function") or {}).get("name", "step"),
+                                             kind="execute", status="completed",
+                                             content=[_text(f"```\n{arguments}\n```")]))
+    return out
