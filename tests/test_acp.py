@@ -276,14 +276,16 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
             names = [" ".join(p.cmdline()) for p in tree]
             pending = asyncio.ensure_future(prompt(conn, sid, "print more"))
             await asyncio.wait_for(client.asked.wait(), 60)
-            client.asked.clear()
             await asyncio.sleep(0.5)
+            leaving = asyncio.get_running_loop().time()
         # leaving the block closed the agent's stdin: the client went away mid-question
+        took = asyncio.get_running_loop().time() - leaving
         with contextlib.suppress(Exception):
             await asyncio.wait_for(pending, 5)
-        return first, tree, names
+        return first, tree, names, (took, proc.returncode)
 
-    first, tree, names = run(go())
+    first, tree, names, (took, code) = run(go())
+    assert code == 0 and took < 15, (code, took)  # it ended by itself (the client waits 20 s)
     assert first.stop_reason == "end_turn"
     offered = [t["function"]["name"] for t in llm_server.requests[0].get("tools", [])]
     assert "prices__lookup_price" in offered
@@ -324,6 +326,20 @@ def test_a_session_loads_in_a_new_agent_process(llm_server, tmp_path):
     last = llm_server.requests[-1]["messages"]
     assert any(m.get("content") == "I set answer." for m in last)  # the model has the history
     assert "It was 42." in second.message()
+
+
+def test_a_failing_instruction_is_told_in_the_chat_and_the_agent_goes_on(llm_server, tmp_path):
+    client = Client()
+
+    async def go() -> tuple[Any, Any]:
+        async with agent(llm_server, tmp_path, client, OI_MODEL="") as (conn, _proc, sid):
+            failed = await prompt(conn, sid, "hello")
+            return failed, await prompt(conn, sid, "/model openai/scripted")
+
+    failed, fixed = run(go())
+    assert failed.stop_reason == "end_turn" and fixed.stop_reason == "end_turn"
+    assert "✖ No language model is configured" in client.message()
+    assert "Model set to `openai/scripted`" in client.message()
 
 
 def test_bad_input_gets_an_error_that_says_how_to_fix_it(llm_server, tmp_path):
