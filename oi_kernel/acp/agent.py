@@ -220,6 +220,8 @@ class OIAgent:
         if servers:
             add_client_servers(state.session, servers)
         state.session.warm_up()
+        if state.session.child is not None:  # it boots while the client is still typing
+            state.session.child.start_soon().add_done_callback(_retrieve)
         self.sessions[session_id] = state
         asyncio.get_running_loop().call_later(
             COMMANDS_DELAY_S, state.outbox.put, commands_update(state.session))
