@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -165,7 +166,7 @@ def test_export_afterwards_verifies(llm_server, tmp_path):
     assert "Usage: /export [PATH]" in client.message()  # a command's usage says how to fix it
     notebook = tmp_path / "work" / "out.ipynb"
     assert notebook.is_file()
-    verify = __import__("subprocess").run(
+    verify = subprocess.run(
         [sys.executable, "-m", "oi_kernel.cli", "verify", str(notebook)], capture_output=True,
         text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert verify.returncode == 0, verify.stdout + verify.stderr
@@ -372,3 +373,12 @@ def test_bad_input_gets_an_error_that_says_how_to_fix_it(llm_server, tmp_path):
     assert "send text" in errors["image"]
     assert "no saved session" in errors["load"]
     assert errors["still"] == "end_turn" and "| model |" in client.message()  # it lives on
+
+
+def test_without_the_sdk_the_command_says_what_to_install():
+    code = ("import sys; sys.modules['acp'] = None; from oi_kernel.cli.app import main; "
+            "sys.exit(main(['acp']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2
+    assert "pip install 'oi-kernel[acp]'" in done.stderr and done.stdout == ""

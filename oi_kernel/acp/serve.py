@@ -25,10 +25,10 @@ STDIO_LIMIT = 50 * 1024 * 1024  # one JSON-RPC line may carry a large prompt
 
 
 def check_sdk() -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("acp") is None:
-        raise OIError(INSTALL_HINT)
+    try:
+        import acp  # noqa: F401
+    except ImportError:
+        raise OIError(INSTALL_HINT) from None
 
 
 def config_parent() -> Any:
