@@ -34,6 +34,9 @@ from tests.env import oi_env  # noqa: E402
 pytestmark = pytest.mark.kernel
 ROOT = Path(__file__).resolve().parents[1]
 NEVER = "never"  # a permission request the client does not answer
+# The venv's python by its real path: the sandbox cannot bind a venv that is a symlink
+# (a worktree's .venv) at the symlink's path.
+PYTHON = str(Path(sys.prefix).resolve() / "bin" / "python")
 
 
 class Client:
@@ -86,7 +89,7 @@ async def agent(server: S.ScriptedLLMServer, tmp: Path, client: Client,
     stderr = open(tmp / "agent-stderr.txt", "ab")  # noqa: SIM115, ASYNC230 (closed below)
     try:
         async with spawn_agent_process(
-                client, sys.executable, "-m", "oi_kernel.cli", "acp", env=environ,
+                client, PYTHON, "-m", "oi_kernel.cli", "acp", env=environ,
                 cwd=str(tmp), transport_kwargs={"stderr": stderr.fileno(),
                                                 "shutdown_timeout": 20}) as (conn, proc):
             await asyncio.wait_for(conn.initialize(protocol_version=1), 60)
@@ -382,3 +385,31 @@ def test_without_the_sdk_the_command_says_what_to_install():
                           timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2
     assert "pip install 'oi-kernel[acp]'" in done.stderr and done.stdout == ""
+
+
+def test_the_administrators_policy_applies_to_acp_sessions(llm_server, tmp_path):
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    (admin / "oi_kernel_policy.json").write_text(json.dumps({
+        "approval": "always", "sandbox": "required", "mcp": {"denied": ["prices"]}}))
+    llm_server.enqueue(S.tool_call("import os\nprint(os.getcwd())"), S.text("There."))
+    server = McpServerStdio(name="prices", command=sys.executable,
+                            args=["-m", "tests.mcp_server"], env=[])
+    client = Client(["run"])
+
+    async def go() -> Any:
+        async with agent(llm_server, tmp_path, client, servers=[server],
+                         JUPYTER_CONFIG_PATH=str(admin),
+                         JUPYTER_CONFIG_DIR=str(tmp_path / "user")) as (conn, proc, sid):
+            response = await prompt(conn, sid, "where am I?", timeout=150)
+            names = [" ".join(p.cmdline()) for p in psutil.Process(proc.pid).children(True)]
+            return response, names
+
+    response, names = run(go())
+    assert response.stop_reason == "end_turn"
+    [(asked, options)] = client.permissions
+    assert "allow_always" not in {o.kind for o in options}  # the floor asks about every block
+    assert "sandboxed" in asked.title and asked.field_meta["oi_kernel"]["sandboxed"] is True
+    assert str(tmp_path / "work") in text_of(client.finished()[0]), client.message()
+    assert "'prices' from the client not started" in client.message()
+    assert not any("tests.mcp_server" in n for n in names)

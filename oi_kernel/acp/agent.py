@@ -254,7 +254,7 @@ class OIAgent:
         except OIError as exc:
             state.outbox.put(*U.TurnUpdates().updates(E.Notice(str(exc), "error")))
         if state.updates is not None:
-            state.outbox.put(*state.updates.close_open())
+            state.outbox.put(*state.updates.close_open("interrupted" if cancelled else "failed"))
         state.save()
         await state.outbox.drain()
         return PromptResponse(stop_reason=U.stop_reason(turn, cancelled),  # type: ignore[arg-type]

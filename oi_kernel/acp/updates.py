@@ -204,7 +204,8 @@ class TurnUpdates:
                                   raw_output=raw_output(record, flags))
 
     def close_open(self, why: str = "interrupted") -> list[Any]:
-        """Updates that end every step still open (the prompt was cancelled)."""
+        """Updates that end every step still open: ``why`` "interrupted" (the prompt was
+        cancelled) or "failed" (an error ended the instruction; the chat says which)."""
         out = [H.update_tool_call(call_id, status="failed",
                                   content=[_text(f"{why.capitalize()}: the step did not finish.")],
                                   raw_output={"status": why})
