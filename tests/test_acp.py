@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -154,21 +155,28 @@ def test_prompt_permission_run_result(llm_server, tmp_path):
 
 def test_export_afterwards_verifies(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("total = sum(range(10))\nprint(total)"), S.text("45."))
-    client = Client(["run"])
+    client = Client(["run", "run"])
 
     async def go() -> tuple[Any, Any, Any]:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
             first = await prompt(conn, sid, "sum 0..9")
             exported = await prompt(conn, sid, "/export out.ipynb")
             bad = await prompt(conn, sid, "/export a b")
+            # (undo rolls the workspace's files back too: out.ipynb came after the checkpoint)
+            shutil.copy(tmp_path / "work" / "out.ipynb", tmp_path / "exported.ipynb")
+            await prompt(conn, sid, "/undo")
+            llm_server.enqueue(S.tool_call("print('total' in globals())"), S.text("Gone."))
+            await prompt(conn, sid, "is total still there?")
             return first, exported, bad
 
     first, exported, bad = run(go())
+    assert "Removed the last instruction (“sum 0..9”)" in client.message()
+    assert "False" in text_of(client.finished()[-1])  # /undo rolled the variable back
     assert first.stop_reason == exported.stop_reason == bad.stop_reason == "end_turn"
     assert "Exported to `out.ipynb`" in client.message()
     assert "Usage: /export [PATH]" in client.message()  # a command's usage says how to fix it
-    notebook = tmp_path / "work" / "out.ipynb"
-    assert notebook.is_file()
+    notebook = tmp_path / "exported.ipynb"
+    assert not (tmp_path / "work" / "out.ipynb").exists()
     verify = subprocess.run(
         [sys.executable, "-m", "oi_kernel.cli", "verify", str(notebook)], capture_output=True,
         text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)})
