@@ -421,3 +421,25 @@ def test_the_administrators_policy_applies_to_acp_sessions(llm_server, tmp_path)
     assert str(tmp_path / "work") in text_of(client.finished()[0]), client.message()
     assert "'prices' from the client not started" in client.message()
     assert not any("tests.mcp_server" in n for n in names)
+
+
+def test_a_client_that_cannot_ask_runs_nothing_and_is_told_why(llm_server, tmp_path):
+    from acp import RequestError
+
+    class NoPermissions(Client):
+        async def request_permission(self, options: list[Any], session_id: str,
+                                     tool_call: Any, **kwargs: Any) -> Any:
+            raise RequestError.method_not_found("session/request_permission")
+
+    llm_server.enqueue(S.tool_call("open('ran.txt', 'w').write('x')"))
+    client = NoPermissions()
+
+    async def go() -> Any:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            return await prompt(conn, sid, "write a file")
+
+    assert run(go()).stop_reason == "end_turn"
+    assert "✖ The step was not run: the ACP client could not ask for approval" in \
+        client.message()
+    assert client.finished()[0].status == "failed"
+    assert not (tmp_path / "work" / "ran.txt").exists()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -45,6 +46,7 @@ from oi_kernel.errors import ConfigError, OIError
 from oi_kernel.session import commands as C
 from oi_kernel.session.assembly import Session, build_session
 
+log = logging.getLogger(__name__)
 HIDDEN_COMMANDS = {"display"}  # how a notebook cell streams: nothing to choose in a chat
 COMMANDS_DELAY_S = 0.05  # the command list follows the session/new response
 SESSION_ID = re.compile(r"^acp-[0-9a-f]{16}$")
@@ -72,8 +74,10 @@ class Outbox:
             update = await self.queue.get()
             try:
                 await self.conn.session_update(session_id=self.session_id, update=update)
-            except Exception:  # the client went away: the agent closes on end of input
+            except ConnectionError:  # the client went away: the agent closes on end of input
                 pass
+            except Exception:  # one update the client could not take: the rest still go
+                log.exception("an ACP update could not be sent")
             finally:
                 self.queue.task_done()
 
@@ -99,6 +103,10 @@ class ClientApprover:
                 session_id=state.id, tool_call=call, options=options)
         except ConnectionError:
             return Decision("stop", reason="the ACP client disconnected")
+        except RequestError as exc:  # a client that cannot ask: nothing runs unasked
+            raise OIError(f"The step was not run: the ACP client could not ask for approval "
+                          f"({exc}). Use a client that answers session/request_permission, "
+                          "or `/auto_run on` to run code without asking.") from None
         return U.decision_from(response, request)
 
 
