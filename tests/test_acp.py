@@ -443,3 +443,24 @@ def test_a_client_that_cannot_ask_runs_nothing_and_is_told_why(llm_server, tmp_p
         client.message()
     assert client.finished()[0].status == "failed"
     assert not (tmp_path / "work" / "ran.txt").exists()
+
+
+def test_a_killed_agent_leaves_no_child_kernel_or_mcp_server(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("print('up')"), S.text("Up."))
+    server = McpServerStdio(name="prices", command=sys.executable,
+                            args=["-m", "tests.mcp_server"],
+                            env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))])
+    client = Client(["run"])
+
+    async def go() -> tuple[list[psutil.Process], list[str]]:
+        async with agent(llm_server, tmp_path, client, servers=[server]) as (conn, proc, sid):
+            await prompt(conn, sid, "say up", timeout=120)
+            tree = psutil.Process(proc.pid).children(recursive=True)
+            names = [" ".join(p.cmdline()) for p in tree]
+            proc.kill()  # no cleanup of its own: what it started must still go
+            return tree, names
+
+    tree, names = run(go())
+    assert any("ipykernel" in n for n in names) and any("tests.mcp_server" in n for n in names)
+    _gone, alive = psutil.wait_procs(tree, timeout=20)
+    assert not alive, f"left running: {alive}"
