@@ -244,6 +244,7 @@ class OIAgent:
                                                 "the last prompt: wait for it, or send "
                                                 "session/cancel first."})
         text = prompt_text(prompt)
+        state.updates = None
         line = text.strip()
         if line.startswith("/") and line[1:].split(" ", 1)[0] in C.COMMANDS:
             work: Any = self._command(state, line[1:])
@@ -261,6 +262,10 @@ class OIAgent:
             cancelled = True
         except OIError as exc:
             state.outbox.put(*U.TurnUpdates().updates(E.Notice(str(exc), "error")))
+        except Exception as exc:  # a fault of ours: the client is told, the agent goes on
+            log.exception("the prompt failed")
+            state.outbox.put(*U.TurnUpdates().updates(E.Notice(
+                f"Internal error: {exc!r} (the agent's stderr has the traceback).", "error")))
         if state.updates is not None:
             state.outbox.put(*state.updates.close_open("interrupted" if cancelled else "failed"))
         state.save()
