@@ -54,7 +54,7 @@ class Client:
                                  **kwargs: Any) -> RequestPermissionResponse:
         self.permissions.append((tool_call, options))
         self.asked.set()
-        answer = self.answers.pop(0) if self.answers else "run"
+        answer = self.answers.pop(0) if self.answers else "allow_once"
         if answer == NEVER:
             await asyncio.Event().wait()
         return RequestPermissionResponse(
@@ -119,7 +119,7 @@ def test_prompt_permission_run_result(llm_server, tmp_path):
                                   calls=[S.Call(json.dumps({"language": "python",
                                                             "code": "x = 6 * 7\nprint(x)"}))]),
                        S.text("The answer is 42."))
-    client = Client(["run"])
+    client = Client(["allow_once"])
 
     async def go() -> Any:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -155,7 +155,7 @@ def test_prompt_permission_run_result(llm_server, tmp_path):
 
 def test_export_afterwards_verifies(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("total = sum(range(10))\nprint(total)"), S.text("45."))
-    client = Client(["run", "run"])
+    client = Client(["allow_once", "allow_once"])
 
     async def go() -> tuple[Any, Any, Any]:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -187,7 +187,7 @@ def test_export_afterwards_verifies(llm_server, tmp_path):
 def test_skip_then_stop(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("print('first')"), S.text("Fine, I will not run it."),
                        S.tool_call("print('second')"))
-    client = Client(["skip", "stop"])
+    client = Client(["reject_once", "reject_always"])
 
     async def go() -> tuple[Any, Any]:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -209,7 +209,7 @@ def test_skip_then_stop(llm_server, tmp_path):
 
 def test_flagged_step_carries_its_flags_in_the_request(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("import shutil\nshutil.rmtree('data')"), S.text("Not run."))
-    client = Client(["skip"])
+    client = Client(["reject_once"])
 
     async def go() -> Any:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -227,7 +227,7 @@ def test_flagged_step_carries_its_flags_in_the_request(llm_server, tmp_path):
 def test_cancel_mid_step_interrupts_and_the_agent_goes_on(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("import time\nfor i in range(600):\n    time.sleep(0.1)"),
                        S.tool_call("print('still here', i > 0)"), S.text("Done."))
-    client = Client(["run", "run"])
+    client = Client(["allow_once", "allow_once"])
 
     async def go() -> tuple[Any, Any, float]:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -279,7 +279,7 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
     server = McpServerStdio(name="prices", command=sys.executable,
                             args=["-m", "tests.mcp_server"],
                             env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))])
-    client = Client(["run", "run", NEVER])
+    client = Client(["allow_once", "allow_once", NEVER])
 
     async def go() -> tuple[Any, list[psutil.Process], list[str]]:
         async with agent(llm_server, tmp_path, client, servers=[server]) as (conn, proc, sid):
@@ -318,7 +318,7 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
 def test_a_session_loads_in_a_new_agent_process(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("answer = 41 + 1"), S.text("I set answer."),
                        S.text("It was 42."))
-    first, second = Client(["run"]), Client()
+    first, second = Client(["allow_once"]), Client()
 
     async def go() -> Any:
         async with agent(llm_server, tmp_path, first) as (conn, _proc, sid):
@@ -403,7 +403,7 @@ def test_the_administrators_policy_applies_to_acp_sessions(llm_server, tmp_path)
     llm_server.enqueue(S.tool_call("import os\nprint(os.getcwd())"), S.text("There."))
     server = McpServerStdio(name="prices", command=sys.executable,
                             args=["-m", "tests.mcp_server"], env=[])
-    client = Client(["run"])
+    client = Client(["allow_once"])
 
     async def go() -> Any:
         async with agent(llm_server, tmp_path, client, servers=[server],
@@ -450,7 +450,7 @@ def test_a_killed_agent_leaves_no_child_kernel_or_mcp_server(llm_server, tmp_pat
     server = McpServerStdio(name="prices", command=sys.executable,
                             args=["-m", "tests.mcp_server"],
                             env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))])
-    client = Client(["run"])
+    client = Client(["allow_once"])
 
     async def go() -> tuple[list[psutil.Process], list[str]]:
         async with agent(llm_server, tmp_path, client, servers=[server]) as (conn, proc, sid):

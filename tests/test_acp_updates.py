@@ -73,6 +73,8 @@ def test_a_step_is_one_execute_tool_call_from_proposal_to_output():
     assert "1" in texts(done) and "Changed:" in texts(done) and "delete-files" in texts(done)
     assert any(getattr(c.content, "type", "") == "image" for c in done.content)
     assert done.raw_output["flags"][0]["category"] == "delete-files"
+    assert done.raw_output["output"] == "1\n[image/png displayed]"
+    assert done.raw_output["changes"] == ["x:  → 1"]
     assert m.close_open() == []
 
 
@@ -115,20 +117,21 @@ def test_notices_are_quoted_message_chunks_and_bookkeeping_is_silent():
 def test_permission_request_carries_code_flags_and_the_four_options():
     call, options = U.permission_request(request("import shutil", [FLAG], sandboxed=True))
     assert call.tool_call_id == "oi-2-1" and call.kind == "execute"
-    assert "sandboxed" in call.title and "import shutil" in texts(call)
+    assert call.title == "Step 1: run python (sandboxed) · ⚠ 1 risk flag (1 high)"
+    assert "import shutil" in texts(call)
     assert "1 risk flag (1 high)" in texts(call)
     assert call.field_meta["oi_kernel"]["flags"] == [
         {"line": 1, "category": "delete-files", "severity": "high",
          "reason": "removes a directory tree"}]
     assert [(o.option_id, o.kind, o.name) for o in options] == [
-        ("run", "allow_once", "Run"), ("run_all", "allow_always", "Run all"),
-        ("skip", "reject_once", "Skip"), ("stop", "reject_always", "Stop")]
+        ("allow_once", "allow_once", "Run"), ("allow_always", "allow_always", "Run all"),
+        ("reject_once", "reject_once", "Skip"), ("reject_always", "reject_always", "Stop")]
 
 
 def test_without_run_all_under_the_policy_there_is_no_allow_always():
     _call, options = U.permission_request(request(run_all_allowed=False))
     assert "allow_always" not in {o.kind for o in options}
-    decision = U.decision_from(answer("run_all"), request(run_all_allowed=False))
+    decision = U.decision_from(answer("allow_always"), request(run_all_allowed=False))
     assert decision.action == "stop"  # an option that was not offered runs nothing
 
 
@@ -139,8 +142,9 @@ def test_hidden_characters_are_marked_in_what_the_client_shows():
 
 
 @pytest.mark.parametrize("option,action,run_all", [
-    ("run", "run", False), ("run_all", "run", True), ("skip", "skip", False),
-    ("stop", "stop", False), (None, "stop", False), ("bogus", "stop", False)])
+    ("allow_once", "run", False), ("allow_always", "run", True), ("reject_once", "skip", False),
+    ("reject_always", "stop", False), (None, "stop", False), ("bogus", "stop", False),
+    ("run", "stop", False)])
 def test_answers_map_to_decisions(option, action, run_all):
     decision = U.decision_from(answer(option), request())
     assert (decision.action, decision.run_all) == (action, run_all)
