@@ -286,8 +286,9 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
             first = await prompt(conn, sid, "price of two apples?", timeout=120)
             tree = psutil.Process(proc.pid).children(recursive=True)
             names = [" ".join(p.cmdline()) for p in tree]
+            client.asked.clear()
             pending = asyncio.ensure_future(prompt(conn, sid, "print more"))
-            await asyncio.wait_for(client.asked.wait(), 60)
+            await asyncio.wait_for(client.asked.wait(), 60)  # the third question, unanswered
             await asyncio.sleep(0.5)
             leaving = asyncio.get_running_loop().time()
         # leaving the block closed the agent's stdin: the client went away mid-question
