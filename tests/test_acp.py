@@ -9,6 +9,8 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -33,6 +35,9 @@ from tests.env import oi_env  # noqa: E402
 pytestmark = pytest.mark.kernel
 ROOT = Path(__file__).resolve().parents[1]
 NEVER = "never"  # a permission request the client does not answer
+# The venv's python by its real path: the sandbox cannot bind a venv that is a symlink
+# (a worktree's .venv) at the symlink's path.
+PYTHON = str(Path(sys.prefix).resolve() / "bin" / "python")
 
 
 class Client:
@@ -49,7 +54,7 @@ class Client:
                                  **kwargs: Any) -> RequestPermissionResponse:
         self.permissions.append((tool_call, options))
         self.asked.set()
-        answer = self.answers.pop(0) if self.answers else "run"
+        answer = self.answers.pop(0) if self.answers else "allow_once"
         if answer == NEVER:
             await asyncio.Event().wait()
         return RequestPermissionResponse(
@@ -75,23 +80,26 @@ def text_of(update: Any) -> str:
 
 @contextlib.asynccontextmanager
 async def agent(server: S.ScriptedLLMServer, tmp: Path, client: Client,
-                servers: list[Any] | None = None, **env: str
+                servers: list[Any] | None = None, new: bool = True, **env: str
                 ) -> AsyncIterator[tuple[Any, Any, str]]:
     """``oi-kernel acp`` started as a client starts it; yields (connection, process,
-    session id) for a session in ``tmp/work``."""
+    session id) for a session in ``tmp/work`` (no session when not ``new``)."""
     work = tmp / "work"
     work.mkdir(exist_ok=True)
     environ = {**os.environ, **oi_env(server, tmp, **env), "PYTHONPATH": str(ROOT)}
     stderr = open(tmp / "agent-stderr.txt", "ab")  # noqa: SIM115, ASYNC230 (closed below)
     try:
         async with spawn_agent_process(
-                client, sys.executable, "-m", "oi_kernel.cli", "acp", env=environ,
+                client, PYTHON, "-m", "oi_kernel.cli", "acp", env=environ,
                 cwd=str(tmp), transport_kwargs={"stderr": stderr.fileno(),
                                                 "shutdown_timeout": 20}) as (conn, proc):
             await asyncio.wait_for(conn.initialize(protocol_version=1), 60)
-            new = await asyncio.wait_for(
+            if not new:
+                yield conn, proc, ""
+                return
+            session = await asyncio.wait_for(
                 conn.new_session(cwd=str(work), mcp_servers=servers or []), 60)
-            yield conn, proc, new.session_id
+            yield conn, proc, session.session_id
     finally:
         stderr.close()
 
@@ -111,7 +119,7 @@ def test_prompt_permission_run_result(llm_server, tmp_path):
                                   calls=[S.Call(json.dumps({"language": "python",
                                                             "code": "x = 6 * 7\nprint(x)"}))]),
                        S.text("The answer is 42."))
-    client = Client(["run"])
+    client = Client(["allow_once"])
 
     async def go() -> Any:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -147,22 +155,29 @@ def test_prompt_permission_run_result(llm_server, tmp_path):
 
 def test_export_afterwards_verifies(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("total = sum(range(10))\nprint(total)"), S.text("45."))
-    client = Client(["run"])
+    client = Client(["allow_once", "allow_once"])
 
     async def go() -> tuple[Any, Any, Any]:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
             first = await prompt(conn, sid, "sum 0..9")
             exported = await prompt(conn, sid, "/export out.ipynb")
             bad = await prompt(conn, sid, "/export a b")
+            # (undo rolls the workspace's files back too: out.ipynb came after the checkpoint)
+            shutil.copy(tmp_path / "work" / "out.ipynb", tmp_path / "exported.ipynb")
+            await prompt(conn, sid, "/undo")
+            llm_server.enqueue(S.tool_call("print('total' in globals())"), S.text("Gone."))
+            await prompt(conn, sid, "is total still there?")
             return first, exported, bad
 
     first, exported, bad = run(go())
+    assert "Removed the last instruction (“sum 0..9”)" in client.message()
+    assert "False" in text_of(client.finished()[-1])  # /undo rolled the variable back
     assert first.stop_reason == exported.stop_reason == bad.stop_reason == "end_turn"
     assert "Exported to `out.ipynb`" in client.message()
     assert "Usage: /export [PATH]" in client.message()  # a command's usage says how to fix it
-    notebook = tmp_path / "work" / "out.ipynb"
-    assert notebook.is_file()
-    verify = __import__("subprocess").run(
+    notebook = tmp_path / "exported.ipynb"
+    assert not (tmp_path / "work" / "out.ipynb").exists()
+    verify = subprocess.run(
         [sys.executable, "-m", "oi_kernel.cli", "verify", str(notebook)], capture_output=True,
         text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert verify.returncode == 0, verify.stdout + verify.stderr
@@ -172,7 +187,7 @@ def test_export_afterwards_verifies(llm_server, tmp_path):
 def test_skip_then_stop(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("print('first')"), S.text("Fine, I will not run it."),
                        S.tool_call("print('second')"))
-    client = Client(["skip", "stop"])
+    client = Client(["reject_once", "reject_always"])
 
     async def go() -> tuple[Any, Any]:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -194,7 +209,7 @@ def test_skip_then_stop(llm_server, tmp_path):
 
 def test_flagged_step_carries_its_flags_in_the_request(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("import shutil\nshutil.rmtree('data')"), S.text("Not run."))
-    client = Client(["skip"])
+    client = Client(["reject_once"])
 
     async def go() -> Any:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -212,7 +227,7 @@ def test_flagged_step_carries_its_flags_in_the_request(llm_server, tmp_path):
 def test_cancel_mid_step_interrupts_and_the_agent_goes_on(llm_server, tmp_path):
     llm_server.enqueue(S.tool_call("import time\nfor i in range(600):\n    time.sleep(0.1)"),
                        S.tool_call("print('still here', i > 0)"), S.text("Done."))
-    client = Client(["run", "run"])
+    client = Client(["allow_once", "allow_once"])
 
     async def go() -> tuple[Any, Any, float]:
         async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
@@ -264,23 +279,26 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
     server = McpServerStdio(name="prices", command=sys.executable,
                             args=["-m", "tests.mcp_server"],
                             env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))])
-    client = Client(["run", "run", NEVER])
+    client = Client(["allow_once", "allow_once", NEVER])
 
     async def go() -> tuple[Any, list[psutil.Process], list[str]]:
         async with agent(llm_server, tmp_path, client, servers=[server]) as (conn, proc, sid):
             first = await prompt(conn, sid, "price of two apples?", timeout=120)
             tree = psutil.Process(proc.pid).children(recursive=True)
             names = [" ".join(p.cmdline()) for p in tree]
-            pending = asyncio.ensure_future(prompt(conn, sid, "print more"))
-            await asyncio.wait_for(client.asked.wait(), 60)
             client.asked.clear()
+            pending = asyncio.ensure_future(prompt(conn, sid, "print more"))
+            await asyncio.wait_for(client.asked.wait(), 60)  # the third question, unanswered
             await asyncio.sleep(0.5)
+            leaving = asyncio.get_running_loop().time()
         # leaving the block closed the agent's stdin: the client went away mid-question
+        took = asyncio.get_running_loop().time() - leaving
         with contextlib.suppress(Exception):
             await asyncio.wait_for(pending, 5)
-        return first, tree, names
+        return first, tree, names, (took, proc.returncode)
 
-    first, tree, names = run(go())
+    first, tree, names, (took, code) = run(go())
+    assert code == 0 and took < 15, (code, took)  # it ended by itself (the client waits 20 s)
     assert first.stop_reason == "end_turn"
     offered = [t["function"]["name"] for t in llm_server.requests[0].get("tools", [])]
     assert "prices__lookup_price" in offered
@@ -295,3 +313,155 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
     assert any("ipykernel" in n for n in names) and any("tests.mcp_server" in n for n in names)
     gone, alive = psutil.wait_procs(tree, timeout=20)
     assert not alive, f"left running: {[' '.join(p.cmdline()) for p in alive]}"
+
+
+# ----------------------------------------------------------------------------- load, bad input
+def test_a_session_loads_in_a_new_agent_process(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("answer = 41 + 1"), S.text("I set answer."),
+                       S.text("It was 42."))
+    first, second = Client(["allow_once"]), Client()
+
+    async def go() -> Any:
+        async with agent(llm_server, tmp_path, first) as (conn, _proc, sid):
+            await prompt(conn, sid, "set answer to 41 + 1")
+        async with agent(llm_server, tmp_path, second, new=False) as (conn, _proc, _):
+            loaded = await asyncio.wait_for(conn.load_session(
+                cwd=str(tmp_path / "work"), session_id=sid, mcp_servers=[]), 60)
+            await prompt(conn, sid, "what was it?")
+            return loaded
+
+    assert run(go()) is not None
+    said = [u.content.text for u in second.of("user_message_chunk")]
+    assert said == ["set answer to 41 + 1"]
+    assert "I set answer." in second.message() and "Variables are not restored" in \
+        second.message()
+    assert "answer = 41 + 1" in text_of(second.of("tool_call")[0])
+    last = llm_server.requests[-1]["messages"]
+    assert any(m.get("content") == "I set answer." for m in last)  # the model has the history
+    assert "It was 42." in second.message()
+
+
+def test_a_failing_instruction_is_told_in_the_chat_and_the_agent_goes_on(llm_server, tmp_path):
+    client = Client()
+
+    async def go() -> tuple[Any, Any]:
+        async with agent(llm_server, tmp_path, client, OI_MODEL="") as (conn, _proc, sid):
+            failed = await prompt(conn, sid, "hello")
+            return failed, await prompt(conn, sid, "/model openai/scripted")
+
+    failed, fixed = run(go())
+    assert failed.stop_reason == "end_turn" and fixed.stop_reason == "end_turn"
+    assert "✖ No language model is configured" in client.message()
+    assert "Model set to `openai/scripted`" in client.message()
+
+
+def test_bad_input_gets_an_error_that_says_how_to_fix_it(llm_server, tmp_path):
+    from acp import RequestError, image_block
+
+    client = Client()
+
+    async def error_of(call: Any) -> str:
+        with pytest.raises(RequestError) as info:
+            await asyncio.wait_for(call, 60)
+        return json.dumps(info.value.data)
+
+    async def go() -> dict[str, str]:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            errors = {
+                "cwd": await error_of(conn.new_session(cwd="relative/dir", mcp_servers=[])),
+                "session": await error_of(conn.prompt(session_id="nope",
+                                                      prompt=[text_block("hi")])),
+                "image": await error_of(conn.prompt(session_id=sid, prompt=[
+                    image_block("iVBORw0KGgo=", "image/png")])),
+                "load": await error_of(conn.load_session(cwd=str(tmp_path), session_id="x",
+                                                         mcp_servers=[])),
+            }
+            errors["still"] = (await prompt(conn, sid, "/status")).stop_reason
+            return errors
+
+    errors = run(go())
+    assert "absolute path of an existing directory" in errors["cwd"]
+    assert "start one with session/new" in errors["session"]
+    assert "send text" in errors["image"]
+    assert "no saved session" in errors["load"]
+    assert errors["still"] == "end_turn" and "| model |" in client.message()  # it lives on
+
+
+def test_without_the_sdk_the_command_says_what_to_install():
+    code = ("import sys; sys.modules['acp'] = None; from oi_kernel.cli.app import main; "
+            "sys.exit(main(['acp']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2
+    assert "pip install 'oi-kernel[acp]'" in done.stderr and done.stdout == ""
+
+
+def test_the_administrators_policy_applies_to_acp_sessions(llm_server, tmp_path):
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    (admin / "oi_kernel_policy.json").write_text(json.dumps({
+        "approval": "always", "sandbox": "required", "mcp": {"denied": ["prices"]}}))
+    llm_server.enqueue(S.tool_call("import os\nprint(os.getcwd())"), S.text("There."))
+    server = McpServerStdio(name="prices", command=sys.executable,
+                            args=["-m", "tests.mcp_server"], env=[])
+    client = Client(["allow_once"])
+
+    async def go() -> Any:
+        async with agent(llm_server, tmp_path, client, servers=[server],
+                         JUPYTER_CONFIG_PATH=str(admin),
+                         JUPYTER_CONFIG_DIR=str(tmp_path / "user")) as (conn, proc, sid):
+            response = await prompt(conn, sid, "where am I?", timeout=150)
+            names = [" ".join(p.cmdline()) for p in psutil.Process(proc.pid).children(True)]
+            return response, names
+
+    response, names = run(go())
+    assert response.stop_reason == "end_turn"
+    [(asked, options)] = client.permissions
+    assert "allow_always" not in {o.kind for o in options}  # the floor asks about every block
+    assert "sandboxed" in asked.title and asked.field_meta["oi_kernel"]["sandboxed"] is True
+    assert str(tmp_path / "work") in text_of(client.finished()[0]), client.message()
+    assert "'prices' from the client not started" in client.message()
+    assert not any("tests.mcp_server" in n for n in names)
+
+
+def test_a_client_that_cannot_ask_runs_nothing_and_is_told_why(llm_server, tmp_path):
+    from acp import RequestError
+
+    class NoPermissions(Client):
+        async def request_permission(self, options: list[Any], session_id: str,
+                                     tool_call: Any, **kwargs: Any) -> Any:
+            raise RequestError.method_not_found("session/request_permission")
+
+    llm_server.enqueue(S.tool_call("open('ran.txt', 'w').write('x')"))
+    client = NoPermissions()
+
+    async def go() -> Any:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            return await prompt(conn, sid, "write a file")
+
+    assert run(go()).stop_reason == "end_turn"
+    assert "✖ The step was not run: the ACP client could not ask for approval" in \
+        client.message()
+    assert client.finished()[0].status == "failed"
+    assert not (tmp_path / "work" / "ran.txt").exists()
+
+
+def test_a_killed_agent_leaves_no_child_kernel_or_mcp_server(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("print('up')"), S.text("Up."))
+    server = McpServerStdio(name="prices", command=sys.executable,
+                            args=["-m", "tests.mcp_server"],
+                            env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))])
+    client = Client(["allow_once"])
+
+    async def go() -> tuple[list[psutil.Process], list[str]]:
+        async with agent(llm_server, tmp_path, client, servers=[server]) as (conn, proc, sid):
+            await prompt(conn, sid, "say up", timeout=120)
+            tree = psutil.Process(proc.pid).children(recursive=True)
+            names = [" ".join(p.cmdline()) for p in tree]
+            proc.kill()  # no cleanup of its own: what it started must still go
+            return tree, names
+
+    tree, names = run(go())
+    assert any("ipykernel" in n for n in names) and any("tests.mcp_server" in n for n in names)
+    _gone, alive = psutil.wait_procs(tree, timeout=20)
+    assert not alive, f"left running: {alive}"

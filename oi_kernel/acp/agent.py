@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ from acp.schema import (
     AvailableCommandInput,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
@@ -42,8 +46,10 @@ from oi_kernel.errors import ConfigError, OIError
 from oi_kernel.session import commands as C
 from oi_kernel.session.assembly import Session, build_session
 
+log = logging.getLogger(__name__)
 HIDDEN_COMMANDS = {"display"}  # how a notebook cell streams: nothing to choose in a chat
 COMMANDS_DELAY_S = 0.05  # the command list follows the session/new response
+SESSION_ID = re.compile(r"^acp-[0-9a-f]{16}$")
 
 
 class Outbox:
@@ -68,8 +74,10 @@ class Outbox:
             update = await self.queue.get()
             try:
                 await self.conn.session_update(session_id=self.session_id, update=update)
-            except Exception:  # the client went away: the agent closes on end of input
+            except ConnectionError:  # the client went away: the agent closes on end of input
                 pass
+            except Exception:  # one update the client could not take: the rest still go
+                log.exception("an ACP update could not be sent")
             finally:
                 self.queue.task_done()
 
@@ -95,6 +103,10 @@ class ClientApprover:
                 session_id=state.id, tool_call=call, options=options)
         except ConnectionError:
             return Decision("stop", reason="the ACP client disconnected")
+        except RequestError as exc:  # a client that cannot ask: nothing runs unasked
+            raise OIError(f"The step was not run: the ACP client could not ask for approval "
+                          f"({exc}). Use a client that answers session/request_permission, "
+                          "or `/auto_run on` to run code without asking.") from None
         return U.decision_from(response, request)
 
 
@@ -109,6 +121,24 @@ class AcpSession:
         self.session: Session | None = None
         self.task: asyncio.Task[Any] | None = None
         self.updates: U.TurnUpdates | None = None  # the running prompt's
+
+    def save(self) -> None:
+        """Keep the conversation for ``session/load`` (secrets redacted; nothing when the
+        session has had no instruction)."""
+        from oi_kernel.record.saved import snapshot, to_document
+
+        if self.session is None or not self.session.engine.conversation.turn_starts:
+            return
+        engine = self.session.engine
+        target = saved_path(self.id)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = target.with_name(f".{target.name}.tmp")
+            tmp.write_text(json.dumps(to_document(snapshot(engine), engine.secrets.values())),
+                           encoding="utf-8")
+            os.replace(tmp, target)
+        except OSError as exc:  # the prompt succeeded; only a later load is lost
+            self.say(f"The conversation could not be kept for a later session/load: {exc}")
 
     def say(self, markdown: str) -> None:
         self.outbox.put(H.update_agent_message_text(markdown.rstrip("\n") + "\n\n"))
@@ -144,7 +174,7 @@ class OIAgent:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
-                load_session=False,
+                load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True)),
             agent_info=Implementation(name="oi-kernel", title="Open Interpreter",
@@ -153,9 +183,38 @@ class OIAgent:
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None,
                           **kwargs: Any) -> NewSessionResponse:
+        state = self._open(f"acp-{secrets.token_hex(8)}", cwd, mcp_servers)
+        return NewSessionResponse(session_id=state.id)
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
+                           **kwargs: Any) -> LoadSessionResponse:
+        """A session of an earlier agent process, from the conversation saved after each of
+        its prompts: the history is sent again, then the session goes on (its variables are
+        gone: a new Python kernel runs the code)."""
+        from oi_kernel.record import saved as cio
+
+        if session_id in self.sessions:
+            raise RequestError.invalid_params({"sessionId": f"{session_id!r} is open already."})
+        if not SESSION_ID.match(session_id or "") or not saved_path(session_id).is_file():
+            raise RequestError.invalid_params({"sessionId": f"no saved session {session_id!r} "
+                                               f"in {saved_path('')}: start one with "
+                                               "session/new."})
+        state = self._open(session_id, cwd, mcp_servers)
+        assert state.session is not None
+        try:
+            saved = cio.load(state.session.engine, saved_path(session_id))
+        except OIError as exc:
+            del self.sessions[session_id]
+            await state.close()
+            raise RequestError.invalid_params({"sessionId": str(exc)}) from None
+        state.outbox.put(*U.history_updates(saved.messages))
+        state.say(cio.load_message(saved, state.session.llm.model, False, "/"))
+        await state.outbox.drain()
+        return LoadSessionResponse()
+
+    def _open(self, session_id: str, cwd: str, mcp_servers: list[Any] | None) -> AcpSession:
         path = work_dir(cwd)
         servers = client_servers(mcp_servers or [], str(path))
-        session_id = f"acp-{secrets.token_hex(8)}"
         state = AcpSession(session_id, self.conn, str(path))
         try:
             state.session = build_session("acp", approver=ClientApprover(state),
@@ -169,12 +228,14 @@ class OIAgent:
         if servers:
             add_client_servers(state.session, servers)
         state.session.warm_up()
+        if state.session.child is not None:  # it boots while the client is still typing
+            state.session.child.start_soon().add_done_callback(_retrieve)
         self.sessions[session_id] = state
         asyncio.get_running_loop().call_later(
             COMMANDS_DELAY_S, state.outbox.put, commands_update(state.session))
         if problems := state.session.config_problems(self.parent):
             asyncio.get_running_loop().call_later(COMMANDS_DELAY_S, state.say, problems)
-        return NewSessionResponse(session_id=session_id)
+        return state
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         state = self._state(session_id)
@@ -183,6 +244,7 @@ class OIAgent:
                                                 "the last prompt: wait for it, or send "
                                                 "session/cancel first."})
         text = prompt_text(prompt)
+        state.updates = None
         line = text.strip()
         if line.startswith("/") and line[1:].split(" ", 1)[0] in C.COMMANDS:
             work: Any = self._command(state, line[1:])
@@ -200,8 +262,13 @@ class OIAgent:
             cancelled = True
         except OIError as exc:
             state.outbox.put(*U.TurnUpdates().updates(E.Notice(str(exc), "error")))
+        except Exception as exc:  # a fault of ours: the client is told, the agent goes on
+            log.exception("the prompt failed")
+            state.outbox.put(*U.TurnUpdates().updates(E.Notice(
+                f"Internal error: {exc!r} (the agent's stderr has the traceback).", "error")))
         if state.updates is not None:
-            state.outbox.put(*state.updates.close_open())
+            state.outbox.put(*state.updates.close_open("interrupted" if cancelled else "failed"))
+        state.save()
         await state.outbox.drain()
         return PromptResponse(stop_reason=U.stop_reason(turn, cancelled),  # type: ignore[arg-type]
                               usage=U.usage(turn))
@@ -258,6 +325,13 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
     """Mark a background start's failure as seen (it is raised where the child is used)."""
     if not task.cancelled():
         task.exception()
+
+
+def saved_path(session_id: str) -> Path:
+    """Where an ACP session's conversation is kept between agent processes."""
+    from oi_kernel.record.session_log import default_log_dir
+
+    return default_log_dir() / "acp-sessions" / (f"{session_id}.json" if session_id else "")
 
 
 def work_dir(cwd: str) -> Path:

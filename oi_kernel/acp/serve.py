@@ -15,7 +15,7 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from oi_kernel.errors import OIError
 
@@ -25,10 +25,10 @@ STDIO_LIMIT = 50 * 1024 * 1024  # one JSON-RPC line may carry a large prompt
 
 
 def check_sdk() -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("acp") is None:
-        raise OIError(INSTALL_HINT)
+    try:
+        import acp  # noqa: F401
+    except ImportError:
+        raise OIError(INSTALL_HINT) from None
 
 
 def config_parent() -> Any:
@@ -88,10 +88,14 @@ async def serve(proto_in: Any, proto_out: Any) -> None:
         await asyncio.shield(agent.close())
 
 
-def main() -> int:
-    """Run the agent on this process's stdio (``oi-kernel acp``)."""
+def main() -> NoReturn:
+    """Run the agent on this process's stdio (``oi-kernel acp``) until the client leaves."""
     check_sdk()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never a download here
     proto_in, proto_out = take_stdio()
     asyncio.run(serve(proto_in, proto_out))
-    return 0
+    # Every session is closed by now (child kernels, MCP servers, logs). The interpreter's
+    # teardown then blocked about 5 s in C code (measured with faulthandler: no Python
+    # frame), and a client waits for its agent to exit: leave at once.
+    sys.stderr.flush()
+    os._exit(0)

@@ -18,7 +18,6 @@ becomes; ``permission_request(request)`` the tool call and options to ask about;
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,12 +41,14 @@ from oi_kernel.safety.visible import needs_marking, visible
 OUTPUT_CHARS = 20_000  # of a step's output text, the client gets at most this much
 META = "oi_kernel"  # the key of our fields in an ACP ``_meta`` object
 
-# option id -> (ACP kind, label); the ids are ours, the kinds are ACP's
+# option id (= its ACP kind) -> (our action, label). The ids are the kinds because some
+# clients answer with the kind whatever ids were offered (Jupyter AI's ACP client shows its
+# own Allow Once / Allow Always / Reject Once buttons and sends those words back).
 OPTIONS: dict[str, tuple[str, str]] = {
-    "run": ("allow_once", "Run"),
-    "run_all": ("allow_always", "Run all"),
-    "skip": ("reject_once", "Skip"),
-    "stop": ("reject_always", "Stop"),
+    "allow_once": ("run", "Run"),
+    "allow_always": ("run_all", "Run all"),
+    "reject_once": ("skip", "Skip"),
+    "reject_always": ("stop", "Stop"),
 }
 
 STOP_REASONS = {"interrupted": "cancelled", "max_steps": "max_turn_requests",
@@ -78,10 +79,18 @@ def _code_text(block: CodeBlock, tool: str) -> str:
 
 
 def _title(request: ApprovalRequest) -> str:
+    """One line a client shows even when it shows nothing else: the step, where it runs,
+    and how many risk flags it has."""
     if request.tool:
-        return f"Step {request.step}: call {request.tool}"
-    where = "sandboxed" if request.sandboxed else "on this machine"
-    return f"Step {request.step}: run {request.block.language} ({where})"
+        title = f"Step {request.step}: call {request.tool}"
+    else:
+        where = "sandboxed" if request.sandboxed else "on this machine"
+        title = f"Step {request.step}: run {request.block.language} ({where})"
+    if flags := request.flags:
+        high = sum(1 for f in flags if f.severity == "high")
+        title += (f" · ⚠ {len(flags)} risk flag{'s' if len(flags) != 1 else ''}"
+                  + (f" ({high} high)" if high else ""))
+    return title
 
 
 def _request_content(request: ApprovalRequest) -> list[ContentToolCallContent]:
@@ -104,9 +113,9 @@ def _raw_input(request: ApprovalRequest) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- permission
 def permission_options(request: ApprovalRequest) -> list[PermissionOption]:
     """Run, Run all (unless the administrator's policy asks about every block), Skip, Stop."""
-    return [PermissionOption(option_id=oid, name=name, kind=kind)
-            for oid, (kind, name) in OPTIONS.items()
-            if oid != "run_all" or request.run_all_allowed]
+    return [PermissionOption(option_id=kind, name=name, kind=kind)  # type: ignore[arg-type]
+            for kind, (action, name) in OPTIONS.items()
+            if action != "run_all" or request.run_all_allowed]
 
 
 def permission_request(request: ApprovalRequest) -> tuple[ToolCallUpdate, list[PermissionOption]]:
@@ -129,13 +138,14 @@ def decision_from(response: RequestPermissionResponse, request: ApprovalRequest)
     outcome = response.outcome
     by = identity.person()
     option = getattr(outcome, "option_id", None) if outcome.outcome == "selected" else None
-    if option == "run":
+    action = OPTIONS[option][0] if option in OPTIONS else None
+    if action == "run":
         return Decision("run", request.block.code, by=by)
-    if option == "run_all" and request.run_all_allowed:
+    if action == "run_all" and request.run_all_allowed:
         return Decision("run", request.block.code, run_all=True, by=by)
-    if option == "skip":
+    if action == "skip":
         return Decision("skip", by=by)
-    if option == "stop":
+    if action == "stop":
         return Decision("stop", by=by)
     reason = ("the client cancelled the permission request" if option is None
               else f"the client answered with an option that was not offered: {option!r}")
@@ -204,7 +214,8 @@ class TurnUpdates:
                                   raw_output=raw_output(record, flags))
 
     def close_open(self, why: str = "interrupted") -> list[Any]:
-        """Updates that end every step still open (the prompt was cancelled)."""
+        """Updates that end every step still open: ``why`` "interrupted" (the prompt was
+        cancelled) or "failed" (an error ended the instruction; the chat says which)."""
         out = [H.update_tool_call(call_id, status="failed",
                                   content=[_text(f"{why.capitalize()}: the step did not finish.")],
                                   raw_output={"status": why})
@@ -235,11 +246,14 @@ def finished_content(record: StepRecord, flags: Sequence[Any] = ()) -> list[Any]
 
 
 def raw_output(record: StepRecord, flags: Sequence[Any] = ()) -> dict[str, Any]:
+    """The finished step as data (a client that shows only ``rawOutput``, as Jupyter AI's
+    chat does, shows this): status, the output as text, what changed, the flags."""
     decision = record.decision
-    return {"status": record.status, "decision": decision.label if decision else "",
-            "duration_s": round(record.duration_s, 3), "changes": record.changes,
-            "flags": flag_fields(list(flags)),
-            "outputs": json.loads(json.dumps(record.outputs, default=str))}
+    text = outputs_to_text(record.outputs, max_chars=OUTPUT_CHARS, max_error_chars=OUTPUT_CHARS)
+    return {"status": record.status, "output": text,
+            "changes": change_lines(record.changes), "flags": flag_fields(list(flags)),
+            "decision": decision.label if decision else "",
+            "duration_s": round(record.duration_s, 3)}
 
 
 def stop_reason(turn: Turn | None, cancelled: bool = False) -> str:
@@ -255,3 +269,25 @@ def usage(turn: Turn | None) -> Usage | None:
     u = turn.usage
     return Usage(total_tokens=u.prompt_tokens + u.completion_tokens,
                  input_tokens=u.prompt_tokens, output_tokens=u.completion_tokens)
+
+
+def history_updates(messages: list[dict[str, Any]]) -> list[Any]:
+    """A loaded conversation as the client shows it again (``session/load``): each
+    instruction as a user message, each reply's text as an agent message, each step's code
+    as a finished tool call (its output is the model's, not the kernel's, record of it)."""
+    out: list[Any] = []
+    for n, message in enumerate(messages):
+        role, content = message.get("role"), message.get("content")
+        text = content if isinstance(content, str) else ""
+        if role == "user" and text:
+            out.append(H.update_user_message_text(text))
+        elif role == "assistant":
+            if text:
+                out.append(H.update_agent_message_text(text))
+            for call in message.get("tool_calls") or []:
+                arguments = (call.get("function") or {}).get("arguments", "")
+                out.append(H.start_tool_call(f"oi-loaded-{n}-{call.get('id', '')}",
+                                             (call.get("function") or {}).get("name", "step"),
+                                             kind="execute", status="completed",
+                                             content=[_text(f"```\n{arguments}\n```")]))
+    return out

@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_acp(args: argparse.Namespace) -> int:
     from oi_kernel.acp.serve import main as serve_acp
 
-    return serve_acp()
+    serve_acp()  # exits the process when the client leaves
 
 
 def add_headless_commands(sub: argparse._SubParsersAction) -> None:
