@@ -219,7 +219,7 @@ SMOKE_TESTS = {
 # beside it would upset. Mark a test @pytest.mark.serial by hand, or list it here; never
 # loosen a test to make it parallel.
 SERIAL_TESTS: set[str] = set()
-_CHROMIUM = re.compile(r"\b(launch_chromium|sync_playwright|chromium)\b")
+_CHROMIUM = re.compile(r"\b(launch_chromium|sync_playwright|async_playwright)\b")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

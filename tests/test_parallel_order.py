@@ -71,6 +71,7 @@ def test_the_parallel_pass_leaves_out_every_browser_test() -> None:
 
 
 def test_a_test_driving_chromium_is_serial_whatever_its_lane() -> None:
-    assert conftest._CHROMIUM.search("browser = launch_chromium(pw)")
-    assert conftest._CHROMIUM.search("with sync_playwright() as pw:")
-    assert not conftest._CHROMIUM.search("KernelSession(env=env)")
+    launch, playwright = "launch_" + "chromium", "sync_" + "playwright"  # (not this test)
+    assert conftest._CHROMIUM.search(f"browser = {launch}(pw)")
+    assert conftest._CHROMIUM.search(f"with {playwright}() as pw:")
+    assert not conftest._CHROMIUM.search("KernelSession(env=env)  # not in Chromium")
