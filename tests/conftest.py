@@ -213,6 +213,15 @@ SMOKE_TESTS = {
 }
 
 
+# Tests that run alone, in scripts/test's serial pass after the parallel one (pytest-xdist):
+# every test that drives Chromium, whatever its lane (JupyterLab and Chromium want the CPU a
+# loaded 2-core machine does not have) and, by name, a test whose timing other tests running
+# beside it would upset. Mark a test @pytest.mark.serial by hand, or list it here; never
+# loosen a test to make it parallel.
+SERIAL_TESTS: set[str] = set()
+_CHROMIUM = re.compile(r"\b(launch_chromium|sync_playwright|async_playwright)\b")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
@@ -227,6 +236,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("local") is None and (
                 _LOCAL.search(item.name) or _uses(item, _LOCAL)):
             item.add_marker(pytest.mark.local)
+        if lane_of(item) == "browser" or test in SERIAL_TESTS or _uses(item, _CHROMIUM):
+            item.add_marker(pytest.mark.serial)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the longest modules first
+        _longest_modules_first(items)
+
+
+# The parallel pass (scripts/test: pytest -n N --dist loadfile --no-loadscope-reorder) hands
+# out whole modules (their kernels and servers are module-scoped) in collection order, each to
+# the next free worker: the longest start first, so that none is left running alone at the
+# end. Seconds per module, roughly as measured on 2 cores under load (only the order matters:
+# a module not listed counts 2 s per test outside the unit lane). Every worker sorts the same
+# way.
+MODULE_SECONDS: dict[str, float] = {
+    "test_reliability": 220, "test_papermill": 150, "test_benchmarks": 150,
+    "test_notebooks": 130, "test_gateway": 120, "test_tools_kernel": 120,
+    "test_untrusted_kernel": 110, "test_mcp_trust_kernel": 100, "test_tools": 100,
+    "test_front_doors": 100, "test_magics": 95, "test_sandbox": 90, "test_rollback": 85,
+    "test_context_kernel": 80, "test_local_model": 80, "test_small_model": 75,
+    "test_local_server": 60, "test_identity": 60,
+    "test_enterprise_gateway": 150,  # ~5 s, but first it makes its venv on a fresh machine
+    "test_replay": 55, "test_limits": 55, "test_kernel": 50, "test_visible_kernel": 50,
+    "test_sandbox_escape": 45,
+}
+
+
+def _module_name(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def _longest_modules_first(items: list[pytest.Item]) -> None:
+    cost: dict[str, float] = {}
+    first_seen: dict[str, int] = {}
+    for item in items:
+        module = _module_name(item)
+        first_seen.setdefault(module, len(first_seen))
+        cost[module] = cost.get(module, 0.0) + (2.0 if lane_of(item) != "unit" else 0.02)
+    cost.update((m, s) for m, s in MODULE_SECONDS.items() if m in cost)
+    items.sort(key=lambda item: (-cost[_module_name(item)], first_seen[_module_name(item)]))
 
 
 def lane_of(item: pytest.Item) -> str | None:

@@ -603,8 +603,8 @@ class ScriptedLLMServer:
         self._httpd = _HTTPServer((self.host, self.port), _Handler)
         self._httpd.owner = self
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="scripted-llm-server", daemon=True
+        self._thread = threading.Thread(  # (polls often: stop() waits for one poll, 0.5 s by default)
+            target=self._httpd.serve_forever, args=(0.02,), name="scripted-llm-server", daemon=True
         )
         self._thread.start()
         return self
