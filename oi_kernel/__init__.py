@@ -6,9 +6,7 @@ machinery load only when something uses them.
 
 from __future__ import annotations
 
-# The one place the version is written: the wheel reads it here ([tool.hatch.version]);
-# scripts/release-check checks the lab extension's package.json and CHANGELOG.md against it.
-__version__ = "0.1.0"
+from oi_kernel._version import __version__ as __version__  # written in _version.py only
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

@@ -14,7 +14,7 @@ MAX_LINES = 500
 LONG_TABLES: dict[str, str] = {}
 # Lower layers never import higher ones (front doors are on top).
 LAYERS = [
-    {"errors", "config", "__init__"},
+    {"errors", "config", "languages", "_version", "__init__"},
     {"core", "safety"},
     {"llm", "approval", "execution"},
     {"record"},
@@ -95,6 +95,32 @@ def test_lower_layers_do_not_import_higher_ones():
     upward = [(m, i) for m, targets in graph().items() for i in targets
               if m != "oi_kernel" and layer(i) > layer(m)]
     assert upward == []
+
+
+def test_no_module_imports_the_package_root():
+    """The root package is the top of the public API (it offers ``Interpreter``): a module
+    that imports it for ``__version__`` or a submodule's name makes an arrow back up."""
+    known = set(modules())
+    offenders = []
+    for name, path in modules().items():
+        if name == "oi_kernel":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import) and any(a.name == "oi_kernel" for a in node.names):
+                offenders.append(f"{name}: import oi_kernel")
+            elif isinstance(node, ast.ImportFrom) and node.module == "oi_kernel" and not node.level:
+                offenders += [f"{name}: from oi_kernel import {a.name}" for a in node.names
+                              if f"oi_kernel.{a.name}" not in known]
+    assert not offenders, offenders
+
+
+def test_safety_and_core_do_not_import_each_other_upward():
+    """``safety`` (risk review, redaction) is pure and below ``core``'s turn loop: what both
+    need (the language table) lives in the bottom layer."""
+    edges = graph()
+    upward = sorted(f"{m} -> {i}" for m, deps in edges.items() if m.startswith("oi_kernel.safety")
+                    for i in deps if i.startswith("oi_kernel.core"))
+    assert not upward, upward
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: module_name(p))

@@ -38,7 +38,7 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
-from oi_kernel import __version__
+from oi_kernel._version import __version__
 from oi_kernel.acp import updates as U
 from oi_kernel.core import events as E
 from oi_kernel.core.types import ApprovalRequest, Decision, Turn

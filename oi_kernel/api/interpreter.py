@@ -47,10 +47,10 @@ from oi_kernel.approval.approvers import CallbackApprover, RefuseApprover
 from oi_kernel.core import events as E
 from oi_kernel.core.conversation import MessageList
 from oi_kernel.core.executor import ExecResult
-from oi_kernel.core.languages import as_ipython_cell, normalize_language
 from oi_kernel.core.rollback import Checkpoint
 from oi_kernel.core.types import ApprovalRequest, Turn, Usage
 from oi_kernel.errors import OIError
+from oi_kernel.languages import as_ipython_cell, normalize_language
 from oi_kernel.llm.client import LLM
 from oi_kernel.session.assembly import Kind, Session, build_session
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from oi_kernel import __version__
+from oi_kernel._version import __version__
 from oi_kernel.cli.install import DISPLAY_NAME, KERNEL_NAME
 from oi_kernel.errors import OIError
 

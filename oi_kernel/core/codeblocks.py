@@ -21,9 +21,9 @@ from itertools import accumulate
 from typing import Any
 
 from oi_kernel.core import dialects
-from oi_kernel.core.languages import normalize_language
 from oi_kernel.core.types import CodeBlock, ToolCall
 from oi_kernel.errors import OIError
+from oi_kernel.languages import normalize_language
 
 _EXAMPLE = '{"language": "python", "code": "print(1)"}'
 # What the model is told when the token limit cut its last fenced block (it did not run).

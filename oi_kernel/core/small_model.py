@@ -22,10 +22,10 @@ from oi_kernel.core import drafts as checks
 from oi_kernel.core.consensus import Tally, code_key, sampling_plan
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import EventSink, Notice
-from oi_kernel.core.languages import normalize_language
 from oi_kernel.core.output_text import outputs_to_text
 from oi_kernel.core.types import CodeBlock, Reply, Turn
 from oi_kernel.errors import LLMError
+from oi_kernel.languages import normalize_language
 
 REDRAW_TEMPERATURE = 0.5  # a new draft after one was set aside: near the greedy answer
 MIN_SAMPLES = 4  # fewer samples than this seldom change the choice (benchmarks/SMALL_MODEL.md)

@@ -17,11 +17,11 @@ from oi_kernel.core import changes, four_eyes, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.events import CodeProposed, Decided, EventSink, Notice, StepDone
 from oi_kernel.core.executor import Approver, ExecResult, Executor
-from oi_kernel.core.languages import available_languages, normalize_language
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import ModelPolicy, policy_for
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, code_hash
+from oi_kernel.languages import available_languages, normalize_language
 from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, character_flags, format_flags, review
 from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, code_sources

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core.executor import ExecResult
-from oi_kernel.core.languages import as_ipython_cell
 from oi_kernel.core.outputs import OUTPUT_TYPES, OutputCollector
 from oi_kernel.core.types import CodeBlock
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
 from oi_kernel.execution.probe_loader import BOOT
+from oi_kernel.languages import as_ipython_cell
 
 STOP_GRACE_S = 3.0
 

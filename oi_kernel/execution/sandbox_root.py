@@ -291,9 +291,8 @@ def own_install_dirs() -> tuple[str, ...]:
     an editable checkout may be the workspace)."""
     import site
 
-    import oi_kernel
-
-    dirs = [sys.prefix, *site.getsitepackages(), os.path.dirname(os.path.abspath(oi_kernel.__file__))]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../oi_kernel
+    dirs = [sys.prefix, *site.getsitepackages(), package]
     return tuple(os.path.realpath(d) for d in dirs if os.path.realpath(d) not in TOO_BROAD)
 
 

@@ -29,9 +29,9 @@ from types import FrameType
 from typing import Any
 
 from oi_kernel.core.executor import ExecResult
-from oi_kernel.core.languages import as_ipython_cell
 from oi_kernel.core.outputs import OUTPUT_TYPES, OutputCollector
 from oi_kernel.core.types import CodeBlock
+from oi_kernel.languages import as_ipython_cell
 
 MAX_STACK = 400  # frames searched for the user's code on an interrupt
 

@@ -20,7 +20,7 @@ from typing import Any
 from ipykernel.kernelbase import Kernel
 from traitlets import Enum, default
 
-from oi_kernel import __version__, config
+from oi_kernel import _version, config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
 from oi_kernel.core import identity
@@ -57,7 +57,7 @@ class OIKernel(DirectCells, Kernel):
     """A kernel whose cells are natural-language instructions."""
 
     implementation = "oi_kernel"
-    implementation_version = __version__
+    implementation_version = _version.__version__
     banner = (
         "Open Interpreter: write what you want done; the model writes code, you approve it, "
         "it runs in a Python kernel. %help lists the magics."

@@ -18,9 +18,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oi_kernel.core.languages import as_ipython_cell
 from oi_kernel.core.types import code_hash
 from oi_kernel.errors import OIError
+from oi_kernel.languages import as_ipython_cell
 from oi_kernel.safety.visible import hidden_findings, needs_marking, visible
 
 if TYPE_CHECKING:
@@ -320,7 +320,7 @@ def _first(records: list[dict[str, Any]], key: str) -> Any:
 
 
 def _version() -> str:
-    from oi_kernel import __version__
+    from oi_kernel._version import __version__
 
     return __version__
 

@@ -127,7 +127,7 @@ def outcomes_from_turns(turns: list[Any]) -> dict[str, dict[str, Any]]:
 
 def to_document(saved: SavedConversation, secrets: list[str]) -> dict[str, Any]:
     """The JSON document of a conversation, secrets redacted."""
-    from oi_kernel import __version__
+    from oi_kernel._version import __version__
     from oi_kernel.safety.redact import redact_obj
 
     return redact_obj(

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from oi_kernel import __version__, config
+from oi_kernel import config
+from oi_kernel._version import __version__
 from oi_kernel.core.engine import Engine
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.errors import OIError

@@ -189,7 +189,7 @@ class FrontendComms:
         decision = record.decision
         if decision is None or decision.action != "run":
             return
-        from oi_kernel.core.languages import normalize_language
+        from oi_kernel.languages import normalize_language
 
         language = normalize_language(record.block.language) or record.block.language
         turn = self.engine.turns[-1].index if self.engine.turns else 0

@@ -299,7 +299,7 @@ def _check_value(setting: Setting, value: Any, where: str) -> Any:
 
 
 def _check_languages(names: list[str], where: str) -> list[str]:
-    from oi_kernel.core.languages import LANGUAGES, normalize_language
+    from oi_kernel.languages import LANGUAGES, normalize_language
 
     if not names:
         raise ProfileError(f"{where}: 'languages' must list at least one language.")

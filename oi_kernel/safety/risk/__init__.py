@@ -11,7 +11,7 @@ who still decides; reviewing never runs anything. Pure: stdlib only, no I/O.
 
 from __future__ import annotations
 
-from oi_kernel.core.languages import normalize_language
+from oi_kernel.languages import normalize_language
 from oi_kernel.safety.risk.characters import character_flags
 from oi_kernel.safety.risk.common import _RANK, HIGH, MEDIUM, REVIEWERS, Flag, _flag
 from oi_kernel.safety.risk.ipython import _python_findings
