@@ -297,11 +297,17 @@ class _State:
 
 def begin(language="python"):
     """Fingerprint the namespace and scan the files before a step."""
+    listed = set()
+    files, complete = scan(os.getcwd(), listed=listed)
+    return _before(files, complete, listed, language)
+
+
+def _before(files, complete, listed, language="python"):
+    """Keep the state before a step: the namespace's fingerprints and a scan just made."""
     _State.root = os.getcwd()
     _State.before_vars = fingerprints(_namespace())
-    _State.before_listed = set()
-    _State.before_files, _State.before_complete = scan(_State.root,
-                                                       listed=_State.before_listed)
+    _State.before_files, _State.before_complete, _State.before_listed = (
+        files, complete, listed)
     cp = _State.current
     if cp is not None and language != "python":  # the audit hook cannot see a shell
         for rel in _State.before_files:
