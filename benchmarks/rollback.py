@@ -77,16 +77,19 @@ async def per_step(n_vars: int, n_files: int, runs: int, budget_s: float = 10.0)
 
 
 OFF_CONFIG = "c.Engine.track_changes = False\nc.Engine.checkpoints_enabled = False\n"
+SUMMARY_ONLY_CONFIG = "c.Engine.checkpoints_enabled = False\n"
 
 
-def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = "") -> dict:
+def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = "",
+             modes: tuple[str, ...] = ("on", "off")) -> dict:
     """Warm scripted turns through the kernel (one instruction, one step ``print(x * 2)``,
     then a short answer), change summaries and checkpoints on vs both off
     (``oi_kernel_config.py`` in a ``JUPYTER_CONFIG_DIR``), each kernel in its own working
     directory of ``n_files`` files with ``n_vars`` variables. All kernels run at once and
     take turns one after the other (interleaved), each followed by a pause until the kernel
     is quiet. ``against``: another tree (``git archive HEAD~1 | tar -x -C /tmp/old``)
-    whose code runs as two more kernels, on and off. Returns the turn times in seconds."""
+    whose code runs as two more kernels, on and off. ``modes`` may add "summary only"
+    (checkpoints off). Returns the turn times in seconds."""
     from benchmarks.common import (
         OI_KERNEL,
         BenchKernel,
@@ -104,10 +107,13 @@ def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = 
         off_dir = tmp / "off"
         off_dir.mkdir()
         (off_dir / "oi_kernel_config.py").write_text(OFF_CONFIG)
+        summary_dir = tmp / "summary"
+        summary_dir.mkdir()
+        (summary_dir / "oi_kernel_config.py").write_text(SUMMARY_ONLY_CONFIG)
         kernels = []
         try:
             for tree_label, tree in trees:
-                for mode in ("on", "off"):
+                for mode in modes:
                     label = f"{tree_label}, tracking {mode}"
                     work = tmp / f"work{len(kernels)}"
                     work.mkdir()
@@ -115,6 +121,8 @@ def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = 
                     extra = {"PYTHONPATH": tree}
                     if mode == "off":
                         extra["JUPYTER_CONFIG_DIR"] = str(off_dir)
+                    elif mode == "summary only":
+                        extra["JUPYTER_CONFIG_DIR"] = str(summary_dir)
                     env = oi_env(server.url, str(tmp / f"logs{len(kernels)}"), **extra)
                     kernels.append((label, BenchKernel(OI_KERNEL, env, cwd=str(work))))
             setup = (f"for _i in range({n_vars}):\n    globals()[f'v{{_i}}'] = [_i] if _i % 3"
@@ -155,6 +163,12 @@ def turn_table(times: dict[str, list[float]], n_vars: int, n_files: int) -> str:
         lines.append(f"| {tree} | {on * 1e3:.1f} ms | {off * 1e3:.1f} ms | "
                      f"{(on - off) * 1e3:+.1f} ms | {c_on * 1e3:.0f} ms | {c_off * 1e3:.0f} ms | "
                      f"{(c_on - c_off) * 1e3:+.0f} ms |")
+        if f"{tree}, tracking summary only" in med:
+            on, c_on = (med[f"{tree}, tracking summary only"],
+                        med[f"cpu {tree}, tracking summary only"])
+            lines.append(f"| {tree}, change summary only (no checkpoints) | {on * 1e3:.1f} ms | "
+                         f"{off * 1e3:.1f} ms | {(on - off) * 1e3:+.1f} ms | {c_on * 1e3:.0f} ms"
+                         f" | {c_off * 1e3:.0f} ms | {(c_on - c_off) * 1e3:+.0f} ms |")
     return "\n".join(lines)
 
 
@@ -223,10 +237,13 @@ def main() -> None:
     parser.add_argument("--against", default="",
                         help="another checkout to measure side by side (with --turns)")
     parser.add_argument("--rounds", type=int, default=20, help="turns per kernel (--turns)")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="with --turns: also kernels with checkpoints off")
     args = parser.parse_args()
     if args.turns:
         nv = nf = 100 if args.quick else 1000
-        times = per_turn(nv, nf, args.rounds, 3 if args.quick else 12, args.against)
+        modes = ("on", "off", "summary only") if args.summary_only else ("on", "off")
+        times = per_turn(nv, nf, args.rounds, 3 if args.quick else 12, args.against, modes)
         print(turn_table(times, nv, nf))
         return
     n, runs, mb = (300, 3, 64) if args.quick else (10_000, 20, 1024)
