@@ -48,6 +48,8 @@ class Checkpoint:
             try:
                 os.close(cmd_w)
                 os.close(done_r)
+                if _Watch.fd >= 0:  # the scan's watches stay the process's alone
+                    os.close(_Watch.fd)
                 _die_with_parent()
                 command = os.read(cmd_r, 4096).decode()
                 if command.startswith("dump "):
