@@ -76,6 +76,102 @@ async def per_step(n_vars: int, n_files: int, runs: int, budget_s: float = 10.0)
             "scan_complete": complete}
 
 
+OFF_CONFIG = "c.Engine.track_changes = False\nc.Engine.checkpoints_enabled = False\n"
+SUMMARY_ONLY_CONFIG = "c.Engine.checkpoints_enabled = False\n"
+
+
+def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = "",
+             modes: tuple[str, ...] = ("on", "off")) -> dict:
+    """Warm scripted turns through the kernel (one instruction, one step ``print(x * 2)``,
+    then a short answer), change summaries and checkpoints on vs both off
+    (``oi_kernel_config.py`` in a ``JUPYTER_CONFIG_DIR``), each kernel in its own working
+    directory of ``n_files`` files with ``n_vars`` variables. All kernels run at once and
+    take turns one after the other (interleaved), each followed by a pause until the kernel
+    is quiet. ``against``: another tree (``git archive HEAD~1 | tar -x -C /tmp/old``)
+    whose code runs as two more kernels, on and off. ``modes`` may add "summary only"
+    (checkpoints off). Returns the turn times in seconds."""
+    from benchmarks.common import (
+        OI_KERNEL,
+        BenchKernel,
+        cpu_seconds,
+        llm_server,
+        oi_env,
+        quiet,
+        scratch_dir,
+    )
+    from tests import llm_server as S
+
+    trees = [("this tree", str(REPO))] + ([("against", against)] if against else [])
+    times: dict[str, list[float]] = {}
+    with llm_server() as server, scratch_dir() as tmp:
+        off_dir = tmp / "off"
+        off_dir.mkdir()
+        (off_dir / "oi_kernel_config.py").write_text(OFF_CONFIG)
+        summary_dir = tmp / "summary"
+        summary_dir.mkdir()
+        (summary_dir / "oi_kernel_config.py").write_text(SUMMARY_ONLY_CONFIG)
+        kernels = []
+        try:
+            for tree_label, tree in trees:
+                for mode in modes:
+                    label = f"{tree_label}, tracking {mode}"
+                    work = tmp / f"work{len(kernels)}"
+                    work.mkdir()
+                    make_tree(work, n_files)
+                    extra = {"PYTHONPATH": tree}
+                    if mode == "off":
+                        extra["JUPYTER_CONFIG_DIR"] = str(off_dir)
+                    elif mode == "summary only":
+                        extra["JUPYTER_CONFIG_DIR"] = str(summary_dir)
+                    env = oi_env(server.url, str(tmp / f"logs{len(kernels)}"), **extra)
+                    kernels.append((label, BenchKernel(OI_KERNEL, env, cwd=str(work))))
+            setup = (f"for _i in range({n_vars}):\n    globals()[f'v{{_i}}'] = [_i] if _i % 3"
+                     " == 0 else ('s' * (_i % 9) if _i % 3 == 1 else _i)\nx = 42")
+            server.reset()
+            for _label, kernel in kernels:
+                server.enqueue(S.tool_call(setup), S.text("Set."))
+                kernel.run_ok("make the variables", timeout=300)
+            for i in range(warmup + turns):
+                order = kernels if i % 2 == 0 else kernels[::-1]
+                for label, kernel in order:
+                    server.enqueue(S.tool_call("print(x * 2)"), S.text("It is 84."))
+                    cpu = cpu_seconds(kernel.pid)
+                    run = kernel.run_ok("print x times two", timeout=120)
+                    quiet(kernel.pid)
+                    if i >= warmup:
+                        times.setdefault(label, []).append(run.elapsed)
+                        times.setdefault(f"cpu {label}", []).append(cpu_seconds(kernel.pid) - cpu)
+        finally:
+            for _label, kernel in kernels:
+                kernel.close()
+    return times
+
+
+def turn_table(times: dict[str, list[float]], n_vars: int, n_files: int) -> str:
+    # CPU times tick in 10 ms: their mean over the turns, not a median
+    med = {label: (statistics.fmean if label.startswith("cpu ") else statistics.median)(v)
+           for label, v in times.items()}
+    lines = [f"### Warm turn through the kernel, {n_vars:,} variables, {n_files:,} files "
+             f"(scripted model, median of {len(next(iter(times.values())))}, interleaved)\n",
+             "| kernel | tracking on | tracking off | added by tracking | CPU on (wrapper + "
+             "child, mean) | CPU off | CPU added |", "|---|---|---|---|---|---|---|"]
+    trees = sorted({label.rsplit(", tracking", 1)[0] for label in med
+                    if not label.startswith("cpu ")}, reverse=True)
+    for tree in trees:
+        on, off = med[f"{tree}, tracking on"], med[f"{tree}, tracking off"]
+        c_on, c_off = med[f"cpu {tree}, tracking on"], med[f"cpu {tree}, tracking off"]
+        lines.append(f"| {tree} | {on * 1e3:.1f} ms | {off * 1e3:.1f} ms | "
+                     f"{(on - off) * 1e3:+.1f} ms | {c_on * 1e3:.0f} ms | {c_off * 1e3:.0f} ms | "
+                     f"{(c_on - c_off) * 1e3:+.0f} ms |")
+        if f"{tree}, tracking summary only" in med:
+            on, c_on = (med[f"{tree}, tracking summary only"],
+                        med[f"cpu {tree}, tracking summary only"])
+            lines.append(f"| {tree}, change summary only (no checkpoints) | {on * 1e3:.1f} ms | "
+                         f"{off * 1e3:.1f} ms | {(on - off) * 1e3:+.1f} ms | {c_on * 1e3:.0f} ms"
+                         f" | {c_off * 1e3:.0f} ms | {(c_on - c_off) * 1e3:+.0f} ms |")
+    return "\n".join(lines)
+
+
 GB_SCRIPT = r"""
 import json, os, pickle, sys, time
 import numpy as np
@@ -136,7 +232,20 @@ def one_gb(mb: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--turns", action="store_true",
+                        help="only the warm turns through the kernel (see per_turn)")
+    parser.add_argument("--against", default="",
+                        help="another checkout to measure side by side (with --turns)")
+    parser.add_argument("--rounds", type=int, default=20, help="turns per kernel (--turns)")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="with --turns: also kernels with checkpoints off")
     args = parser.parse_args()
+    if args.turns:
+        nv = nf = 100 if args.quick else 1000
+        modes = ("on", "off", "summary only") if args.summary_only else ("on", "off")
+        times = per_turn(nv, nf, args.rounds, 3 if args.quick else 12, args.against, modes)
+        print(turn_table(times, nv, nf))
+        return
     n, runs, mb = (300, 3, 64) if args.quick else (10_000, 20, 1024)
     print("## Change summary: added time per step (real child kernel, median of "
           f"{runs}, interleaved)\n")

@@ -92,12 +92,16 @@ class Rollback(EngineSettings):
         self.checkpoints: list[Checkpoint] = []
         self._store_id = uuid.uuid4().hex[:10]
         self._ignore_told = False
+        # the executor's generation when this instruction's checkpoint also kept the state
+        # before its first step (``snapshot``): that step, if Python and nothing ran since,
+        # needs no ``begin``
+        self._snapshot: int | None = None
 
     # ------------------------------------------------------------ probe calls
     def _probe_fn(self) -> Any:
         return self.executor.probe
 
-    async def _probe(self, name: str, *args: Any) -> dict[str, Any]:
+    async def _probe(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
         probe = self._probe_fn()
         if probe is None:
             raise OIError(NO_PROBE)
@@ -106,8 +110,8 @@ class Rollback(EngineSettings):
                         "max_files": self.scan_max_files, "max_file_bytes": self.max_file_bytes,
                         "max_total_bytes": self.max_checkpoint_bytes,
                         **self._ignore_settings()}
-            return await probe(name, *args, settings=settings)
-        return await probe(name, *args)
+            return await probe(name, *args, settings=settings, **kwargs)
+        return await probe(name, *args, **kwargs)
 
     def _ignore_settings(self) -> dict[str, Any]:
         """What the probe leaves out (``core.change_ignore``)."""
@@ -132,12 +136,26 @@ class Rollback(EngineSettings):
         runs in (which for a remote kernel is not ours)."""
         return os.path.join(self.checkpoint_dir or ".oi_checkpoints", self._store_id)
 
+    def _generation(self) -> int | None:
+        """How many times the executor ran code (or restarted) so far; None when it does
+        not say (then every step asks for ``begin``)."""
+        generation = getattr(self.executor, "generation", None)
+        return generation if isinstance(generation, int) else None
+
     async def track_begin(self, language: str) -> bool:
-        """Before a step: fingerprint the namespace and files; False when not tracked."""
+        """Before a step: fingerprint the namespace and files; False when not tracked.
+        No round trip when the checkpoint just kept for this step did it (a Python step,
+        nothing run since). The executor may carry ``end`` in the step's own request."""
         if not self.track_changes or self._probe_fn() is None:
             return False
+        snapshot, self._snapshot = self._snapshot, None
         try:
-            await self._probe("begin", language)
+            if not (language == "python" and snapshot is not None
+                    and snapshot == self._generation()):
+                await self._probe("begin", language)
+            carry = getattr(self.executor, "carry_end", None)
+            if carry is not None:
+                carry()
             return True
         except Exception:  # tracking must never cost the user the step
             self.log.exception("change tracking failed before a step")
@@ -152,28 +170,33 @@ class Rollback(EngineSettings):
 
     async def ensure_checkpoint(self, turn: Turn) -> str:
         """Keep a checkpoint for ``turn`` before its first code; returns a problem or ""."""
+        self._snapshot = None
         if (not self.checkpoints_enabled or self._probe_fn() is None
                 or any(c.number == turn.index for c in self.checkpoints)):
             return ""
+        # one round trip: the checkpoint, the state before the step (change summary), and
+        # dropping the checkpoints beyond ``max_checkpoints`` once this one is kept
+        excess = max(0, len(self.checkpoints) + 1 - max(1, self.max_checkpoints))
+        snapshot = self.track_changes and self._generation() is not None
         try:
-            info = await self._probe("checkpoint", turn.index, self.store_dir())
+            info = await self._probe("checkpoint", turn.index, self.store_dir(),
+                                     snapshot=snapshot,
+                                     drop_ids=[c.number for c in self.checkpoints[:excess]])
         except Exception as exc:
             self.log.exception("checkpoint failed")
             return (f"No checkpoint could be kept before this instruction ({exc}); undo will "
                     "only forget the messages.")
+        if snapshot:
+            self._snapshot = self._generation()
+        self.checkpoints = self.checkpoints[excess:]
         self.checkpoints.append(Checkpoint(turn.index, turn.instruction, turn.conversation_index,
                                            info=info))
         self.log_event("checkpoint", turn=turn.index, **info)  # type: ignore[attr-defined]
-        while len(self.checkpoints) > max(1, self.max_checkpoints):
-            old = self.checkpoints.pop(0)
-            try:
-                await self._probe("drop", old.number)
-            except Exception:
-                self.log.exception("dropping checkpoint %s failed", old.number)
         return ""
 
     async def rollback_to(self, checkpoint: Checkpoint) -> str:
         """Restore ``checkpoint`` (and forget it and later ones); a message for the user."""
+        self._snapshot = None
         report = await self._probe("restore", checkpoint.number, self.store_dir())
         self.checkpoints = [c for c in self.checkpoints if c.number < checkpoint.number]
         first = (checkpoint.instruction.splitlines() or [""])[0][:80]

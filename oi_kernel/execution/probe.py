@@ -9,7 +9,11 @@ JSON-ready.
 Change summary (``begin`` / ``end``): each public variable is fingerprinted by identity,
 type and a cheap description (length, shape, dtype, or the value of small scalars and short
 strings); nothing is pickled or copied. The working directory is scanned with ``os.scandir``
-(size, mtime, inode) within a time budget and a file cap, skipping caches and VCS folders.
+(size, mtime, inode) within a time budget and a file cap, skipping caches and VCS folders;
+on Linux a complete scan is then kept up to date from inotify events on the folders it listed
+(``_Watch``, in ``probe_watch.py``), so later scans cost the changes, not the files: any writer's changes are seen,
+and anything the events cannot say exactly (a queue overflow, a folder created, removed or
+moved) makes the next scan a full one again.
 
 Checkpoints (``checkpoint`` / ``restore``): ``os.fork`` keeps a frozen copy-on-write image of
 the process, costing page tables at checkpoint time and memory only as pages change; only at
@@ -51,6 +55,7 @@ class Settings:
     skip_dirs = SKIP_DIRS  # folder names never scanned (tools' state)
     skip_files = ()  # file names never listed (tools' history files)
     rules = ()  # (regex, ignore, prefix): gitignore patterns compiled by the engine
+    watch = True  # keep a complete scan up to date from inotify events (Linux), see _Watch
 
 
 class _Ignore:
@@ -221,7 +226,18 @@ def diff_variables(before, after):
 # ----------------------------------------------------------------------------- files
 def scan(root, budget_s=None, max_files=None, listed=None):
     """``({relative path: (size, mtime_ns, inode)}, complete)`` of regular files under root;
-    ``listed`` (a set) receives the relative paths of the folders listed to the end."""
+    ``listed`` (a set) receives the relative paths of the folders listed to the end. With
+    the default budget and cap, the result of the last complete scan brought up to date
+    from inotify events when that is exact (``_Watch``, probe_watch.py)."""
+    if Settings.watch and budget_s is None and max_files is None:
+        return _Watch.scan(root, listed)  # noqa: F821 (defined in probe_watch.py)
+    return _walk(root, budget_s, max_files, listed)
+
+
+def _walk(root, budget_s=None, max_files=None, listed=None, before_listing=None, linked=None):
+    """The full scan (see ``scan``); ``before_listing(folder)`` is called before a folder is
+    listed, and a False from it stops the walk (then the scan is not complete); ``linked`` (a
+    set) receives the files with more than one name (hard links)."""
     budget_s = Settings.scan_budget_s if budget_s is None else budget_s
     max_files = Settings.max_files if max_files is None else max_files
     deadline = time.perf_counter() + budget_s
@@ -234,6 +250,8 @@ def scan(root, budget_s=None, max_files=None, listed=None):
     stack = [root]
     while stack:
         top = stack.pop()
+        if before_listing is not None and not before_listing(top):
+            return found, False
         try:
             entries = os.scandir(top)
         except OSError:
@@ -261,11 +279,15 @@ def scan(root, budget_s=None, max_files=None, listed=None):
                             continue
                         st = entry.stat(follow_symlinks=False)
                         found[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                        if linked is not None and st.st_nlink > 1:
+                            linked.add(rel)
                 except OSError:
                     continue
         if listed is not None:
             listed.add(top[cut:] if len(top) >= cut else "")
     return found, True
+
+
 
 
 def diff_files(before, after):
@@ -297,11 +319,17 @@ class _State:
 
 def begin(language="python"):
     """Fingerprint the namespace and scan the files before a step."""
+    listed = set()
+    files, complete = scan(os.getcwd(), listed=listed)
+    return _before(files, complete, listed, language)
+
+
+def _before(files, complete, listed, language="python"):
+    """Keep the state before a step: the namespace's fingerprints and a scan just made."""
     _State.root = os.getcwd()
     _State.before_vars = fingerprints(_namespace())
-    _State.before_listed = set()
-    _State.before_files, _State.before_complete = scan(_State.root,
-                                                       listed=_State.before_listed)
+    _State.before_files, _State.before_complete, _State.before_listed = (
+        files, complete, listed)
     cp = _State.current
     if cp is not None and language != "python":  # the audit hook cannot see a shell
         for rel in _State.before_files:

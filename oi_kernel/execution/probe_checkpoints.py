@@ -30,7 +30,8 @@ class Checkpoint:
                 fh.write("# saved by oi_kernel for %undo; deleted when the session ends\n*\n")
         self.refs = {n: _keep(v) for n, v in public_names(_namespace()).items()}
         self.root = os.getcwd()
-        self.files, self.files_complete = scan(self.root)
+        self.listed = set()
+        self.files, self.files_complete = scan(self.root, listed=self.listed)
         self.preimages = {}  # absolute path -> saved copy, or None (did not exist)
         self.too_big = {}  # absolute path -> size
         self.created = set()
@@ -47,6 +48,8 @@ class Checkpoint:
             try:
                 os.close(cmd_w)
                 os.close(done_r)
+                if _Watch.fd >= 0:  # the scan's watches stay the process's alone
+                    os.close(_Watch.fd)
                 _die_with_parent()
                 command = os.read(cmd_r, 4096).decode()
                 if command.startswith("dump "):
@@ -121,8 +124,9 @@ class Checkpoint:
                  "preimages": self.preimages, "too_big": self.too_big,
                  "created": sorted(self.created)}
         try:
+            text = json.dumps(index)  # (one call: json.dump to a file encodes in Python)
             with open(os.path.join(self.dir, "index.json"), "w") as fh:
-                json.dump(index, fh)
+                fh.write(text)
         except OSError:
             pass
 
@@ -142,14 +146,14 @@ class Checkpoint:
         cp.created, cp.saved_bytes = set(index["created"]), 0
         return cp
 
-    def release(self):
+    def release(self, wait=True):
         if self.pid is not None:
             for fd in (self.cmd_w, self.done_r):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-            _reap(self.pid)
+            _reap(self.pid, wait)
             self.pid = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -301,15 +305,31 @@ def _wait_readable(fd, timeout):
     return bool(ready)
 
 
-def _reap(pid):
+_killed = []  # forks told to leave and not yet waited for (see ``_reap``)
+
+
+def _reap(pid, wait=True):
+    """End a checkpoint's fork. ``wait=False``: do not wait for it to be gone (the kernel
+    frees its memory either way); it is collected by a later call, so it never lingers as
+    a zombie for longer than until the next checkpoint is dropped."""
     try:
         os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
-    try:
-        os.waitpid(pid, 0)
-    except OSError:
-        pass
+    if wait:
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+    else:
+        _killed.append(pid)
+    for old in list(_killed):
+        try:
+            done, _ = os.waitpid(old, os.WNOHANG)
+        except OSError:  # not our child (any more)
+            done = old
+        if done:
+            _killed.remove(old)
 
 
 def _audit(event, args):
@@ -340,8 +360,11 @@ def _audit(event, args):
         _State.in_hook = False
 
 
-def checkpoint(cid, store):
-    """Keep the state as it is now under ``cid``; pre-images are recorded until the next."""
+def checkpoint(cid, store, snapshot=False, drop_ids=()):
+    """Keep the state as it is now under ``cid``; pre-images are recorded until the next.
+    ``snapshot``: also what ``begin`` does for a Python step (reusing this scan), as the
+    caller runs a step next; ``drop_ids``: checkpoints to drop once this one is kept (one round
+    trip for all)."""
     Settings.store = os.path.abspath(store)  # relative: to where the code runs (a remote kernel)
     if not _State.hooked:
         sys.addaudithook(_audit)
@@ -351,6 +374,10 @@ def checkpoint(cid, store):
     _State.checkpoints[cid] = cp
     _State.current = cp
     cp.save_index()
+    if snapshot:
+        _before(cp.files, cp.files_complete, cp.listed)
+    for old in drop_ids:
+        drop(old)
     return {"id": cid, "fork": cp.pid is not None, "variables": len(cp.refs),
             "files": len(cp.files), "cost_s": round(time.perf_counter() - started, 4)}
 
@@ -407,5 +434,5 @@ def drop(cid):
     if cp is not None:
         if _State.current is cp:
             _State.current = None
-        cp.release()
+        cp.release(wait=False)
     return {"ok": True}

@@ -1,4 +1,5 @@
-"""Loads the probe (``probe.py`` + ``probe_checkpoints.py``) as one private module.
+"""Loads the probe (``probe.py`` + ``probe_watch.py`` + ``probe_checkpoints.py``) as one
+private module.
 
 The same source runs in the child kernel (sent by ``ChildRunner`` as a silent execution) and
 in the user's own process for ``%%oi`` (``local_probe``): in both it becomes
@@ -14,7 +15,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).parent
 SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8")
-                     for name in ("probe.py", "probe_checkpoints.py"))
+                     for name in ("probe.py", "probe_watch.py", "probe_checkpoints.py"))
 MODULE = "_oi_probe"
 
 # Run in the child: installs the probe once (an expression: it binds no user variable).

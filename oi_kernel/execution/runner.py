@@ -32,6 +32,7 @@ from oi_kernel.execution.probe_loader import BOOT
 from oi_kernel.languages import as_ipython_cell
 
 STOP_GRACE_S = 3.0
+END_KEY = "_oi_probe_end"  # the user expression of a step's own ``end`` (``carry_end``)
 
 
 class Execution:
@@ -70,6 +71,11 @@ class ChildRunner:
         self.hold_errors = False
         self._holding: set[str] = set()
         self._lost = False  # a stuck run made us shut the child down: say so on the next run
+        # code sent to the child (or a restart) since: a probe snapshot older is stale
+        self.generation = 0
+        # the next ``run_code`` asks for the probe's ``end(**these)`` itself (``carry_end``)
+        self._carry_end: dict[str, Any] | None = None
+        self._ended: dict[str, Any] | None = None  # what that ``end`` returned
         child.on_iopub = self._on_iopub
 
     @property
@@ -88,21 +94,33 @@ class ChildRunner:
     async def probe(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Call the change/checkpoint probe inside the child (installed on first use, as
         ``sys.modules['_oi_probe']``: nothing enters the user's namespace). A silent
-        execution: no output, no history, no execution count."""
+        execution: no output, no history, no execution count.
+
+        ``end`` answers at once with what the step's own request brought back when
+        ``carry_end`` armed it (see there)."""
+        if name == "end":
+            ended, self._ended, self._carry_end = self._ended, None, None
+            if ended is not None:
+                return ended
         if name in ("end", "drop") and not self.ready:  # the child it ran in is gone
             raise ChildDiedError("The child kernel is not running.")
         await self.prepare()
-        call = f"__import__('sys').modules['_oi_probe'].call({name!r}, *{args!r}, **{kwargs!r})"
+        call = _probe_call(name, args, kwargs)
         for code in ("", BOOT):  # the probe is sent only to a child that lacks it
             reply = await self.child.execute(code, silent=True, store_history=False,
                                              user_expressions={"r": call})
             result = (reply.get("user_expressions") or {}).get("r") or {}
             if (result.get("ename"), result.get("evalue")) != ("KeyError", "'_oi_probe'"):
                 break
-        if result.get("status") != "ok":
-            raise ChildKernelError(f"the change probe failed in the child: "
-                                   f"{result.get('ename', '')}: {result.get('evalue', reply)}")
-        return json.loads(ast.literal_eval(result["data"]["text/plain"]))
+        return _probe_result(result, reply)
+
+    def carry_end(self, **kwargs: Any) -> None:
+        """Have the next ``run_code`` (the step) ask for the probe's ``end(**kwargs)`` in its
+        own request's ``user_expressions``: evaluated in the child right after the code when
+        it succeeded, so the summary comes with the reply instead of another round trip (the
+        code run and what the user sees are unchanged). ``probe("end")`` then returns it, or
+        asks the child itself when the step failed or was stopped."""
+        self._carry_end, self._ended = dict(kwargs), None
 
     async def run(self, block: CodeBlock) -> ExecResult:
         """The ``Executor`` seam: run one approved block (other languages via cell magics)."""
@@ -134,15 +152,18 @@ class ChildRunner:
         msg_id: str | None = None,
         allow_stdin: bool = False,
         store_history: bool = True,
+        user_expressions: dict[str, str] | None = None,
     ) -> Execution:
         """Send IPython source to the running child (see ``prepare``) now; ``finish``
         waits for it. Raises ``ChildDiedError`` when the child is not running."""
         msg_id = msg_id or f"oi-run-{uuid.uuid4().hex}"
         run = Execution(msg_id, OutputCollector())
         self._collectors[msg_id] = run.collector
+        self.generation += 1
         try:
             run.reply = self.child.submit_execute(
-                code, msg_id, allow_stdin=allow_stdin, store_history=store_history
+                code, msg_id, allow_stdin=allow_stdin, store_history=store_history,
+                user_expressions=user_expressions,
             )
         except BaseException:
             self.discard(run)
@@ -164,18 +185,30 @@ class ChildRunner:
         is "interrupted".
         """
         await self.prepare()
+        carry, self._carry_end, self._ended = self._carry_end, None, None
+        end = {END_KEY: _probe_call("end", (), carry)} if carry is not None else None
         try:
             run = self.start(
-                code, msg_id=msg_id, allow_stdin=allow_stdin, store_history=store_history
+                code, msg_id=msg_id, allow_stdin=allow_stdin, store_history=store_history,
+                user_expressions=end,
             )
         except ChildDiedError as exc:
             self.last_payload = []
             return ExecResult("died", [], str(exc))
-        return await self.finish(run, timeout)
+        result = await self.finish(run, timeout)
+        carried = (run.content.get("user_expressions") or {}).get(END_KEY) if end else None
+        if carried:
+            try:
+                self._ended = _probe_result(carried, run.content)
+            except ChildKernelError:  # e.g. a child restarted without the probe: ask it
+                self._ended = None
+        return result
 
     async def prepare(self) -> None:
         """Make ``start`` possible: a running child, its restart announced."""
         restarted = await self.child.ensure_running()
+        if restarted or self._lost:
+            self.generation += 1
         if (restarted or self._lost) and self.on_restart is not None:
             self.on_restart()
         self._lost = False
@@ -244,6 +277,19 @@ class ChildRunner:
                     collector.add(msg_type, content)
                 else:
                     collector.add_packed(msg_type, content, self.child.unpack)
+
+
+def _probe_call(name: str, args: Any, kwargs: dict[str, Any]) -> str:
+    return (f"__import__('sys').modules['_oi_probe'].call({name!r}, *{tuple(args)!r}, "
+            f"**{kwargs!r})")
+
+
+def _probe_result(result: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """The value of a probe call's user expression (JSON text in a repr)."""
+    if result.get("status") != "ok":
+        raise ChildKernelError(f"the change probe failed in the child: "
+                               f"{result.get('ename', '')}: {result.get('evalue', reply)}")
+    return json.loads(ast.literal_eval(result["data"]["text/plain"]))
 
 
 def _status(reply: dict[str, Any]) -> str:

@@ -1,0 +1,132 @@
+"""Change tracking around a step costs one call to the child per instruction (issue 31,
+speed): the checkpoint keeps the state before the first step, the step's own request brings
+the summary back; anything run in between makes the step ask for ``begin`` again, and a
+failed step still gets its summary. A real child kernel (``ChildRunner``), the engine's
+``Rollback`` on top."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from oi_kernel.core.rollback import Rollback
+from oi_kernel.execution.child import ChildKernel
+from oi_kernel.execution.runner import ChildRunner
+
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(180)]
+
+
+class Tracked(Rollback):
+    """Rollback over a ChildRunner, counting the silent executions the probe sends."""
+
+    def __init__(self, runner: ChildRunner) -> None:
+        super().__init__()
+        self.executor = runner
+        self.log_sink = None
+        self.events: list[str] = []
+        self.calls: list[str] = []
+        original = runner.child.execute
+
+        async def execute(code, *args, user_expressions=None, **kwargs):
+            for expression in (user_expressions or {}).values():
+                self.calls.append(expression.split("call(")[1].split(",")[0].strip("')"))
+            return await original(code, *args, user_expressions=user_expressions, **kwargs)
+
+        runner.child.execute = execute
+
+    def log_event(self, kind, **fields):
+        self.events.append(kind)
+
+
+def turn(index: int) -> SimpleNamespace:
+    return SimpleNamespace(index=index, instruction=f"instruction {index}",
+                           conversation_index=index)
+
+
+async def _scenario(tmp_path):
+    child = ChildKernel(cwd=str(tmp_path))
+    runner = ChildRunner(child)
+    engine = Tracked(runner)
+    try:
+        assert (await runner.run_code("x = 1")).status == "ok"
+        await runner.probe("configure")  # the probe is installed in the child
+        # one instruction, one Python step: one call (the checkpoint), nothing else
+        engine.calls.clear()
+        assert await engine.ensure_checkpoint(turn(1)) == ""
+        assert await engine.track_begin("python")
+        result = await runner.run_code("y = 2\nopen('out.txt', 'w').write('new')")
+        assert result.status == "ok"
+        changes = await engine.track_end()
+        assert engine.calls == ["checkpoint"]
+        assert [v["name"] for v in changes["variables"]] == ["y"]
+        assert [(f["path"], f["change"]) for f in changes["files"]] == [("out.txt", "created")]
+        # a second step of the same instruction asks for begin (no new checkpoint)
+        engine.calls.clear()
+        assert await engine.ensure_checkpoint(turn(1)) == ""
+        assert await engine.track_begin("python")
+        await runner.run_code("z = 3")
+        changes = await engine.track_end()
+        assert engine.calls == ["begin"]
+        assert [v["name"] for v in changes["variables"]] == ["z"]
+        # code run between the checkpoint and the step (a direct cell): begin again, and
+        # that code's change is not the step's
+        engine.calls.clear()
+        assert await engine.ensure_checkpoint(turn(2)) == ""
+        run = runner.start("between = 1")
+        await runner.finish(run)
+        assert await engine.track_begin("python")
+        await runner.run_code("w = 4")
+        changes = await engine.track_end()
+        assert engine.calls == ["checkpoint", "begin"]
+        assert [v["name"] for v in changes["variables"]] == ["w"]
+        # a failed step: its summary comes from the child by a call of its own
+        engine.calls.clear()
+        assert await engine.ensure_checkpoint(turn(3)) == ""
+        assert await engine.track_begin("python")
+        failed = await runner.run_code("v = 5\nraise ValueError('no')")
+        assert failed.status == "error"
+        changes = await engine.track_end()
+        assert engine.calls == ["checkpoint", "end"]
+        assert [v["name"] for v in changes["variables"]] == ["v"]
+        # a shell step always asks for begin (it copies the files first)
+        engine.calls.clear()
+        assert await engine.ensure_checkpoint(turn(4)) == ""
+        assert await engine.track_begin("shell")
+        await runner.run_code("%%bash\necho hi > shell.txt")
+        changes = await engine.track_end()
+        assert engine.calls == ["checkpoint", "begin"]
+        assert [f["path"] for f in changes["files"]] == ["shell.txt"]
+        # undo of instruction 4 removes what its shell step made
+        report = await engine.rollback_to(engine.checkpoint_named(4))
+        assert "shell.txt" in report and not (tmp_path / "shell.txt").exists()
+    finally:
+        await child.shutdown()
+
+
+def test_one_call_per_instruction_and_begin_when_needed(tmp_path):
+    asyncio.run(_scenario(tmp_path))
+
+
+async def _drops(tmp_path):
+    child = ChildKernel(cwd=str(tmp_path))
+    runner = ChildRunner(child)
+    engine = Tracked(runner)
+    engine.max_checkpoints = 2
+    try:
+        await runner.probe("configure")  # the probe is installed in the child
+        for i in range(1, 6):
+            engine.calls.clear()
+            assert await engine.ensure_checkpoint(turn(i)) == ""
+            assert engine.calls == ["checkpoint"]  # dropping the oldest is in the same call
+        assert [c.number for c in engine.checkpoints] == [4, 5]
+        kept = await runner.run_code(
+            "import sys; print(sorted(sys.modules['_oi_probe']._State.checkpoints))")
+        assert kept.outputs[0]["text"].strip() == "[4, 5]"
+    finally:
+        await child.shutdown()
+
+
+def test_old_checkpoints_are_dropped_in_the_checkpoints_own_call(tmp_path):
+    asyncio.run(_drops(tmp_path))
