@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -162,8 +161,6 @@ def test_export_afterwards_verifies(llm_server, tmp_path):
             first = await prompt(conn, sid, "sum 0..9")
             exported = await prompt(conn, sid, "/export out.ipynb")
             bad = await prompt(conn, sid, "/export a b")
-            # (undo rolls the workspace's files back too: out.ipynb came after the checkpoint)
-            shutil.copy(tmp_path / "work" / "out.ipynb", tmp_path / "exported.ipynb")
             await prompt(conn, sid, "/undo")
             llm_server.enqueue(S.tool_call("print('total' in globals())"), S.text("Gone."))
             await prompt(conn, sid, "is total still there?")
@@ -175,8 +172,8 @@ def test_export_afterwards_verifies(llm_server, tmp_path):
     assert first.stop_reason == exported.stop_reason == bad.stop_reason == "end_turn"
     assert "Exported to `out.ipynb`" in client.message()
     assert "Usage: /export [PATH]" in client.message()  # a command's usage says how to fix it
-    notebook = tmp_path / "exported.ipynb"
-    assert not (tmp_path / "work" / "out.ipynb").exists()
+    assert "Files left in place" in client.message() and "`out.ipynb`" in client.message()
+    notebook = tmp_path / "work" / "out.ipynb"  # undo keeps what the kernel did not write
     verify = subprocess.run(
         [sys.executable, "-m", "oi_kernel.cli", "verify", str(notebook)], capture_output=True,
         text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(ROOT)})

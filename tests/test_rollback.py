@@ -167,6 +167,24 @@ def test_undo_restores_variables_and_files_and_names_what_it_cannot(k, _server):
     assert not (k.tmp / "made.txt").exists()
 
 
+def test_undo_keeps_the_users_own_new_files_and_exports(k, _server):
+    """Undo puts the kernel back (variables, and files the kernel wrote: steps and direct
+    cells alike) but never removes what appeared from outside it between steps: a file the
+    user wrote by hand, an export of the session."""
+    _server.enqueue(S.tool_call("open('made.txt', 'w').write('by a step')"), S.text("Done."))
+    assert k.execute("make a file").status == "ok"
+    (k.tmp / "mine.txt").write_text("written by the user meanwhile")
+    py(k, "open('direct.txt', 'w').write('a direct cell')")
+    assert k.execute(f"%export {k.tmp / 'session.ipynb'}").status == "ok"
+    undone = k.execute("%undo").text
+    assert "Files removed: `direct.txt`, `made.txt`." in undone
+    assert not (k.tmp / "made.txt").exists() and not (k.tmp / "direct.txt").exists()
+    left = undone.split("Files left in place")[1]
+    for name in ("mine.txt", "session.ipynb"):
+        assert (k.tmp / name).exists(), (name, undone)
+        assert f"`{name}`" in left, undone
+
+
 def test_undo_two_and_restore_k(k, _server):
     py(k, "n = 0")
     for i in range(1, 4):

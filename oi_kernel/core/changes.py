@@ -130,6 +130,9 @@ def restore_message(report: dict[str, Any], what: str) -> str:
         parts.append(f"Files removed: {_names(report['removed'])}.")
     if report.get("not_restored"):
         parts.append(f"**Files not restored**: {_names(report['not_restored'])}.")
+    if report.get("kept"):
+        parts.append(f"Files left in place (new since the checkpoint, not written "
+                     f"by the kernel: yours, such as an export): {_names(report['kept'])}.")
     return " ".join(parts)
 
 

@@ -21,8 +21,9 @@ restore does the fork pickle the namespace to a file, which the process loads. F
 classes and modules are restored by reference; values that cannot be pickled are named.
 Files: an audit hook saves a file's pre-image the first time a step opens it for writing,
 renames or removes it (within a size budget); shell steps, which the hook cannot see, get a
-bounded copy of the scanned files before they run. Files created after the checkpoint are
-removed on restore.
+bounded copy of the scanned files before they run. Files the kernel created after the
+checkpoint are removed on restore; files that appeared from outside it (the user's own, an
+export) stay and are named.
 """
 
 from __future__ import annotations

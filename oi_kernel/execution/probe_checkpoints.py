@@ -193,13 +193,15 @@ class Checkpoint:
         return sorted(self.refs), removed, problems
 
     def restore_files(self):
-        report = {"restored": [], "removed": [], "not_restored": []}
+        report = {"restored": [], "removed": [], "not_restored": [], "kept": []}
         root = self.root
         now, complete = scan(root)
         created = set(self.created)
         created |= {p for p, saved in self.preimages.items() if saved is None}
-        if complete and self.files_complete:
-            created |= {os.path.join(root, rel) for rel in now if rel not in self.files}
+        if complete and self.files_complete:  # new since the checkpoint, but not by a step:
+            report["kept"] = sorted(  # the user's own files (an export, a download) stay
+                rel for rel in now
+                if rel not in self.files and os.path.join(root, rel) not in created)
         for path in sorted(created):
             if path in self.preimages and self.preimages[path] is not None:
                 continue
@@ -398,12 +400,13 @@ def restore(cid, store=""):
 
 
 def _restore_files(newest_first):
-    files = {"restored": [], "removed": [], "not_restored": []}
+    files = {"restored": [], "removed": [], "not_restored": [], "kept": []}
     for cp in newest_first:
         for key, paths in cp.restore_files().items():
             files[key] += [p for p in paths if p not in files[key]]
     done = set(files["restored"]) | set(files["removed"])
     files["not_restored"] = [p for p in files["not_restored"] if p.split(" (")[0] not in done]
+    files["kept"] = [p for p in files["kept"] if p not in done]
     return files
 
 
