@@ -60,6 +60,19 @@ def _own_mcp_pins(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("OI_MCP_PINS", str(tmp_path_factory.mktemp("pins") / "pins.json"))
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium per browser test module (tests/browser_support.py launches it)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_support import launch_chromium
+
+    with sync_playwright() as p:
+        chromium = launch_chromium(p)
+        yield chromium
+        chromium.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # The layers of the suite: every test gets exactly one of `unit`, `kernel` or `browser` (plus
 # `slow` where it is marked so), without a marker line in every module. A test marked by hand
@@ -213,11 +226,11 @@ SMOKE_TESTS = {
 }
 
 
-# Tests that run alone, in scripts/test's serial pass after the parallel one (pytest-xdist):
-# every test that drives Chromium, whatever its lane (JupyterLab and Chromium want the CPU a
-# loaded 2-core machine does not have) and, by name, a test whose timing other tests running
-# beside it would upset. Mark a test @pytest.mark.serial by hand, or list it here; never
-# loosen a test to make it parallel.
+# Tests that run one at a time, in scripts/test's serial pass (one process beside the parallel
+# pass of pytest-xdist workers): every test that drives Chromium, whatever its lane (two
+# JupyterLabs and Chromiums at once want more CPU than 2 cores have), and, by name, a test that
+# other tests of its own kind running beside it would upset. Mark a test @pytest.mark.serial by
+# hand, or list it here; never loosen a test to make it parallel.
 SERIAL_TESTS: set[str] = set()
 _CHROMIUM = re.compile(r"\b(launch_chromium|sync_playwright|async_playwright)\b")
 

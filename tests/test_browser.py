@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests import llm_server as S
-from tests.browser_support import NB, Lab, LabServer, launch_chromium, write_notebook
+from tests.browser_support import NB, Lab, LabServer, write_notebook
 from tests.env import oi_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -51,16 +51,6 @@ def lab_server(llm: S.ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactor
         )
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = launch_chromium(p)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests import llm_server as S
-from tests.browser_support import REPO, Lab, LabServer, launch_chromium, write_notebook
+from tests.browser_support import REPO, Lab, LabServer, write_notebook
 from tests.env import oi_env
 from tests.test_browser import OI_KERNEL, UI_TIMEOUT
 from tests.test_identity import RISKY
@@ -105,16 +105,6 @@ def collab_server(llm: S.ScriptedLLMServer, tmp_path_factory: pytest.TempPathFac
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = launch_chromium(p)
-        yield chromium
-        chromium.close()
 
 
 class People:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests import llm_server as S
-from tests.browser_support import Lab, LabServer, launch_chromium, write_notebook
+from tests.browser_support import Lab, LabServer, write_notebook
 from tests.env import oi_env
 from tests.jupyter_ai_support import CHAT_PLUGIN, jupyter_ai_lab
 from tests.test_browser import (
@@ -51,16 +51,6 @@ def jai_lab(llm: S.ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactory):
     server.start(timeout=180)
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = launch_chromium(p)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

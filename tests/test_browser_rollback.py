@@ -7,7 +7,7 @@ import pytest
 
 from tests import llm_server as S
 from tests.browser_support import Lab, LabServer, write_notebook
-from tests.test_browser import OI_KERNEL, browser, lab, lab_server, llm, pending_card  # noqa: F401
+from tests.test_browser import OI_KERNEL, lab, lab_server, llm, pending_card  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 

@@ -16,7 +16,6 @@ from tests.env import oi_env
 from tests.test_browser import (  # noqa: F401  (fixtures)
     OI_KERNEL,
     UI_TIMEOUT,
-    browser,
     lab,
     llm,
     pending_card,
