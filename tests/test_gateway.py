@@ -118,12 +118,20 @@ def test_interrupt_goes_through_the_gateway(oi):
 
 
 def test_completion_and_inspection_come_from_the_gateway_kernel(oi):
-    oi.execute("%%python\nmy_gateway_value = 1")
+    made = oi.execute("%%python\nmy_gateway_value = 1")
+    assert made.status == "ok", made.text
     code = "%%python\nmy_gate"
-    msg_id = oi.kc.complete(code, len(code))
-    reply = oi.kc.get_shell_msg(timeout=20)
-    assert reply["parent_header"]["msg_id"] == msg_id
-    assert "my_gateway_value" in reply["content"]["matches"]
+    replies = []
+    for _ in range(3):  # a loaded machine can make the child's first completion miss once
+        started = time.monotonic()
+        msg_id = oi.kc.complete(code, len(code))
+        reply = oi.kc.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        replies.append((round(time.monotonic() - started, 2), reply["content"]))
+        if "my_gateway_value" in reply["content"]["matches"]:
+            break
+    assert "my_gateway_value" in replies[-1][1]["matches"], replies
+    assert replies[-1][1]["cursor_start"] == len("%%python\n"), replies
     code = "%%python\nlen"
     oi.kc.inspect(code, len(code))
     reply = oi.kc.get_shell_msg(timeout=20)

@@ -46,15 +46,21 @@ def scripted(server: S.ScriptedLLMServer, tmp: Path) -> dict[str, str]:
 
 
 def cell_text(cell: Any) -> str:
-    """Everything a code cell shows, as text."""
-    parts = []
+    """Everything a code cell shows, as text; consecutive pieces of one stream (a child's
+    ``print`` may arrive in pieces, as from any ipykernel) joined as frontends show them."""
+    parts: list[str] = []
+    previous = None
     for out in cell.get("outputs", []):
-        if out.output_type == "stream":
+        stream = out.get("name") if out.output_type == "stream" else None
+        if stream and stream == previous:
+            parts[-1] += out.text
+        elif stream:
             parts.append(out.text)
         elif out.output_type in ("display_data", "execute_result"):
             parts.append(str(out.data.get("text/plain", "")))
         elif out.output_type == "error":
             parts.append(f"{out.ename}: {out.evalue}")
+        previous = stream
     return "\n".join(parts)
 
 

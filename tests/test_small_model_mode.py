@@ -152,7 +152,7 @@ def test_a_silent_server_costs_at_most_the_timeout():
         assert info is None and time.monotonic() - started < 2
         started = time.monotonic()
         assert model_info.probe("ollama_chat", "x:1b", f"http://127.0.0.1:{port}") is None
-        assert time.monotonic() - started < 0.05  # the failure is remembered
+        assert time.monotonic() - started < 0.25  # the failure is remembered (no 2 s wait)
     finally:
         listener.close()
 

@@ -436,16 +436,16 @@ class OIKernel(DirectCells, Kernel):
         if mapped is None:
             return {"status": "ok", "found": False, "data": {}, "metadata": {}}
         body, pos = mapped
-        reply = await self._child_request(
-            "inspect_request", {"code": body, "cursor_pos": pos, "detail_level": detail_level}
-        )
+        content = {"code": body, "cursor_pos": pos, "detail_level": detail_level}
+        reply = await self._child_request("inspect_request", content)
         return reply or {"status": "ok", "found": False, "data": {}, "metadata": {}}
 
     async def _child_request(self, msg_type: str, content: dict[str, Any]) -> dict[str, Any] | None:
         try:
             await asyncio.wait_for(self.oi.child.ensure_running(), 30)
             return await self.oi.child.request(msg_type, content, timeout=10)
-        except Exception:
+        except Exception as e:  # the frontend gets an empty answer; the log says why
+            self.log.warning("%s to the child kernel failed: %r", msg_type, e)
             return None
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
