@@ -6,7 +6,6 @@ the ``card`` event; a view asking after the decision gets the record."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -15,8 +14,7 @@ from oi_kernel.approval.card import CARD_MIME
 from tests import llm_server as S
 from tests.kernel_client import KernelSession
 from tests.test_card import records, send_shell
-from tests.test_identity import RISKY, decisions
-from tests.test_kernel import kernel_env
+from tests.test_identity import RISKY, decisions, team_kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -62,16 +60,7 @@ class Views:
 
 @pytest.fixture(scope="module")
 def team(_server, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("collab")
-    env = kernel_env(_server, tmp, JUPYTERHUB_USER="hub-owner")
-    with KernelSession(env=env, cwd=str(tmp)) as ks:
-        ks.tmp = tmp
-        send_shell(ks, "comm_open", {"comm_id": uuid.uuid4().hex,
-                                     "target_name": "jupyter.widget.control", "data": {}},
-                   metadata={"version": "1.0.0"})
-        ks.oi_comm = uuid.uuid4().hex
-        send_shell(ks, "comm_open", {"comm_id": ks.oi_comm, "target_name": "oi_kernel",
-                                     "data": {"type": "hello", "version": 1}})
+    with team_kernel(_server, tmp_path_factory.mktemp("collab"), oi_comm=True) as ks:
         yield ks
 
 

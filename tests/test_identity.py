@@ -7,9 +7,11 @@ jupyter_client as a widget frontend whose comm messages carry different header u
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -197,15 +199,27 @@ class Clicks(Frontend):
             self.ks.kc.session.username = "alice"
 
 
-@pytest.fixture(scope="module")
-def team(_server, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("team")
-    env = kernel_env(_server, tmp, JUPYTERHUB_USER="hub-owner")
+@contextlib.contextmanager
+def team_kernel(server: S.ScriptedLLMServer, tmp: Path, *, oi_comm: bool = False
+                ) -> Iterator[KernelSession]:
+    """A kernel on a Hub (``hub-owner``) with a widget frontend attached, as JupyterLab opens
+    it; with ``oi_comm`` also the lab extension's comm (its id in ``ks.oi_comm``)."""
+    env = kernel_env(server, tmp, JUPYTERHUB_USER="hub-owner")
     with KernelSession(env=env, cwd=str(tmp)) as ks:
         ks.tmp = tmp
         send_shell(ks, "comm_open", {"comm_id": uuid.uuid4().hex,
                                      "target_name": "jupyter.widget.control", "data": {}},
                    metadata={"version": "1.0.0"})
+        if oi_comm:
+            ks.oi_comm = uuid.uuid4().hex
+            send_shell(ks, "comm_open", {"comm_id": ks.oi_comm, "target_name": "oi_kernel",
+                                         "data": {"type": "hello", "version": 1}})
+        yield ks
+
+
+@pytest.fixture(scope="module")
+def team(_server, tmp_path_factory):
+    with team_kernel(_server, tmp_path_factory.mktemp("team")) as ks:
         yield ks
 
 
