@@ -92,6 +92,17 @@ class KernelSession:
         if self.km.is_alive():
             self.km.shutdown_kernel(now=False)
 
+    def mcp_listing(self, command: str = "%mcp", timeout: float = 90) -> str:
+        """``%mcp``'s listing once no server is still starting (an instruction waits at most
+        2 s for servers, so on a loaded machine a test asks again until they are up)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.execute(command, timeout=timeout).text
+            starting = "— starting" in text or "still starting" in text
+            if not starting or time.monotonic() > deadline:
+                return text
+            time.sleep(0.2)
+
     def execute(
         self,
         code: str,

@@ -122,6 +122,11 @@ class People:
         self.contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(UI_TIMEOUT)
+        # jupyter-collaboration asks after 5 s whether to keep waiting for a document that is
+        # still loading (a loaded machine): answer as a user would, keep waiting
+        slow = page.locator(".jp-Dialog", has_text="taking some time to load")
+        page.add_locator_handler(
+            slow, lambda dialog: dialog.get_by_role("button", name="Continue waiting").click())
         self.labs[name] = Lab(page, self.server)
         return self.labs[name]
 

@@ -800,6 +800,7 @@ def cpu_seconds(process: psutil.Process) -> float:
     return total
 
 
+@pytest.mark.timeout(600)  # 200 instructions: ~40 s alone, several minutes on a loaded machine
 def test_200_turns_stay_fast_bounded_and_consistent(_server, tmp_path):
     """No per-turn cost that grows with the session: judged on the CPU time a turn costs the
     kernel and its child (wall time on a shared CI machine moves with the other jobs' load)."""

@@ -33,7 +33,7 @@ def call(name: str, args: dict) -> S.Response:
 
 
 def test_mcp_lists_servers_and_tools(tk):
-    text = tk.execute("%mcp", timeout=90).text
+    text = tk.mcp_listing()
     assert "prices" in text and "ready" in text and "lookup_price" in text
 
 
@@ -75,7 +75,7 @@ def test_server_stops_with_the_kernel(_server, tmp_path):
     ks = KernelSession(env=oi_env(_server, tmp_path, OI_MCP_CONFIG=str(config)),
                        cwd=str(tmp_path))
     try:
-        assert "ready" in ks.execute("%mcp", timeout=90).text
+        assert "ready" in ks.mcp_listing()
         kernel = psutil.Process(ks.km.provisioner.process.pid)
         servers = [p for p in kernel.children(recursive=True)
                    if "tests.mcp_server" in " ".join(p.cmdline())]
@@ -100,7 +100,7 @@ def test_magic_tool_and_mcp_in_a_python_kernel(_server, tmp_path):
         assert ks.execute("def double(x: int) -> int:\n    'Double x.'\n    return 2 * x\n"
                           ).status == "ok"
         assert "`double(x)`: offered" in ks.execute("%oi tool double").text
-        assert "lookup_price" in ks.execute("%oi mcp", timeout=90).text
+        assert "lookup_price" in ks.mcp_listing("%oi mcp")
         _server.enqueue(call("double", {"x": 21}),
                         call("prices__lookup_price", {"item": "pear"}), S.text("done"))
         result = ks.execute("%%oi\ndouble 21, then the pear price", timeout=90)
@@ -115,8 +115,8 @@ def test_mcp_reload_reads_the_config_again(_server, tmp_path):
     config.write_text(json.dumps({"mcpServers": {"prices": entry}}))
     env = oi_env(_server, tmp_path, OI_AUTO_RUN="0", OI_MCP_CONFIG=str(config))
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
-        assert "shop" not in ks.execute("%mcp", timeout=90).text
+        assert "shop" not in ks.mcp_listing()
         config.write_text(json.dumps({"mcpServers": {"shop": entry}}))
         ks.execute("%mcp reload", timeout=90)
-        text = ks.execute("%mcp", timeout=90).text
+        text = ks.mcp_listing()
         assert "shop" in text and "ready" in text and "prices" not in text
