@@ -23,6 +23,7 @@ from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision
 from oi_kernel.safety.risk import Flag
 from oi_kernel.session.stdin import Answer
 from tests import llm_server as S
+from tests.fake_model import FakeModel
 from tests.kernel_client import KernelSession
 from tests.test_card import Frontend, records, send_shell
 from tests.test_kernel import kernel_env
@@ -86,7 +87,7 @@ def test_which_steps_need_a_second_person(modes, flags, expected):
 def _engine(approval: str, floor: str = "never") -> Any:
     from oi_kernel.core.engine import Engine
 
-    engine = Engine(executor=None, approver=None, llm=object())
+    engine = Engine(executor=None, approver=None, llm=FakeModel())
     engine.approval_floor = floor
     engine.approval = approval
     return engine

@@ -22,8 +22,9 @@ from oi_kernel.core import examples, prompts
 from oi_kernel.core.engine import Engine
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.small_model import SmallModelPolicy
-from oi_kernel.core.types import CodeBlock, Reply, StepRecord, Turn
+from oi_kernel.core.types import CodeBlock, StepRecord, Turn
 from oi_kernel.llm.client import LLM
+from tests.fake_model import FakeModel
 
 # ----------------------------------------------------------------------------- compact errors
 
@@ -176,31 +177,6 @@ def test_example_replies_assign_the_values_then_use_the_names():
 # ----------------------------------------------------------------------------- the engine
 
 
-class _ScriptedLLM(LLM):
-    """An LLM whose replies come from a list (no litellm, no model)."""
-
-    def __init__(self, replies: list[str], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.replies = list(replies)
-        self.requests: list[list[dict[str, Any]]] = []
-        self.samplings: list[dict[str, Any] | None] = []
-
-    def count_tokens(self, text: str) -> int:
-        return len(text) // 4 + 1
-
-    def context_window(self) -> int | None:
-        return 4096
-
-    async def prepare(self) -> None:
-        return None
-
-    async def stream(self, messages, tools, on_text=None, on_retry=None, sampling=None,
-                     on_reasoning=None) -> Reply:
-        self.requests.append(messages)
-        self.samplings.append(sampling)
-        return Reply(self.replies.pop(0))
-
-
 class _Executor:
     """Runs nothing: each block gets the next scripted result."""
 
@@ -230,8 +206,9 @@ def _printed(text: str) -> ExecResult:
 
 def _engine(
     replies: list[str], results: list[ExecResult], model: str = "local/smollm2", **kwargs: Any
-) -> tuple[Engine, _ScriptedLLM, _Executor]:
-    llm = _ScriptedLLM(replies, model=model)
+) -> tuple[Engine, FakeModel, _Executor]:
+    # a Model (core.model) whose replies come from a list; small as LLM decides for local/...
+    llm = FakeModel(replies, model=model, small=model.startswith("local/"))
     executor = _Executor(results)
     kwargs.setdefault("small_model_samples", 0)  # one reply per request unless a test samples
     engine = Engine(executor, approver=object(), llm=llm, approval="never", **kwargs)

@@ -29,6 +29,7 @@ from oi_kernel.core.events import (
     TurnDone,
 )
 from oi_kernel.core.executor import Approver, Executor
+from oi_kernel.core.model import Model
 from oi_kernel.core.small_model import Draft, ModelPolicy
 from oi_kernel.core.steps import StepRunner
 from oi_kernel.core.tools import FIND, Offer, blocks_from_calls, fenced_tool_calls
@@ -63,7 +64,7 @@ ONLY_REASONING_NOTICE = (
 class Engine(StepRunner):
     """The conversation and its turn loop."""
 
-    def __init__(self, executor: Executor, approver: Approver, *, llm: Any, **kwargs: Any) -> None:
+    def __init__(self, executor: Executor, approver: Approver, *, llm: Model, **kwargs: Any) -> None:
         super().__init__(executor, approver, llm=llm, **kwargs)
         self.conversation = Conversation()
         self._last_logged: list[dict[str, Any]] = []  # the previous request, as logged

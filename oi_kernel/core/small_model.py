@@ -22,6 +22,7 @@ from oi_kernel.core import drafts as checks
 from oi_kernel.core.consensus import Tally, code_key, sampling_plan
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import EventSink, Notice
+from oi_kernel.core.model import Model
 from oi_kernel.core.output_text import outputs_to_text
 from oi_kernel.core.types import CodeBlock, Reply, Turn
 from oi_kernel.errors import LLMError
@@ -272,6 +273,6 @@ def _close_brackets(block: CodeBlock, conversation: Conversation, emit: EventSin
     return dataclasses.replace(block, code=fixed)
 
 
-def policy_for(llm: Any, settings: Any) -> ModelPolicy:
+def policy_for(llm: Model, settings: Any) -> ModelPolicy:
     """The policy for the engine's current model."""
     return SmallModelPolicy(settings) if llm.is_small_model else ModelPolicy(settings)

@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traitlets import Instance
 
@@ -17,6 +17,7 @@ from oi_kernel.core import changes, four_eyes, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.events import CodeProposed, Decided, EventSink, Notice, StepDone
 from oi_kernel.core.executor import Approver, ExecResult, Executor
+from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import ModelPolicy, policy_for
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
@@ -37,10 +38,13 @@ TOOL_ALWAYS_ASKS = frozenset({"destructive", "tool-changed"})
 class StepRunner(Rollback):
     """Runs proposed blocks through review, decision and execution."""
 
-    llm = Instance(object, help="The LLM client (``oi_kernel.llm.client.LLM`` or a stand-in).")
+    if TYPE_CHECKING:
+        llm: Model
+    else:  # a trait (configurable, observable); what it holds is a Model (core.model)
+        llm = Instance(object, help="The model (``oi_kernel.llm.client.LLM`` or any Model).")
     log_sink = Instance(object, allow_none=True, help="A SessionLog (or None).")
 
-    def __init__(self, executor: Executor, approver: Approver, *, llm: Any, **kwargs: Any) -> None:
+    def __init__(self, executor: Executor, approver: Approver, *, llm: Model, **kwargs: Any) -> None:
         super().__init__(llm=llm, **kwargs)
         self.executor = executor
         self.approver = approver

@@ -1,10 +1,12 @@
 """What a step changed, and checkpoints to roll it back: the part that runs where the code runs.
 
-Standard library only, never imported as ``oi_kernel...``: ``probe_loader`` runs this file
-and ``probe_checkpoints.py`` as one private module, ``sys.modules['_oi_probe']``, in the
-child kernel (``ChildRunner``) or in the user's process (``ShellExecutor``, for ``%%oi``);
-nothing is added to the user's namespace. Both call ``call(name, *args)``, whose results are
-JSON-ready.
+Standard library only. Three parts: this file, ``probe_watch.py`` and ``probe_checkpoints.py``,
+each importing what it uses from the ones before it. Where the code runs, ``probe_loader``
+joins their source (leaving out those imports) into one private module,
+``sys.modules['_oi_probe']``, in the child kernel (``ChildRunner``: a sandboxed or remote child
+may have no ``oi_kernel`` to import) or in the user's process (``ShellExecutor``, for
+``%%oi``); nothing is added to the user's namespace. Both call ``call(name, *args)`` (in
+``probe_checkpoints.py``), whose results are JSON-ready.
 
 Change summary (``begin`` / ``end``): each public variable is fingerprinted by identity,
 type and a cheap description (length, shape, dtype, or the value of small scalars and short
@@ -28,7 +30,6 @@ export) stay and are named.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -230,8 +231,9 @@ def scan(root, budget_s=None, max_files=None, listed=None):
     ``listed`` (a set) receives the relative paths of the folders listed to the end. With
     the default budget and cap, the result of the last complete scan brought up to date
     from inotify events when that is exact (``_Watch``, probe_watch.py)."""
-    if Settings.watch and budget_s is None and max_files is None:
-        return _Watch.scan(root, listed)  # noqa: F821 (defined in probe_watch.py)
+    watcher = _State.watcher
+    if watcher is not None and Settings.watch and budget_s is None and max_files is None:
+        return watcher.scan(root, listed)
     return _walk(root, budget_s, max_files, listed)
 
 
@@ -316,6 +318,7 @@ class _State:
     current = None  # the Checkpoint whose pre-images are being recorded
     hooked = False
     in_hook = False
+    watcher = None  # probe_watch's ``_Watch`` once that part is loaded (see ``scan``)
 
 
 def begin(language="python"):
@@ -373,11 +376,3 @@ def configure(**settings):
                 value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
             setattr(Settings, name, value)
     return {"ok": True}
-
-
-def call(name, *args, settings=None, **kwargs):
-    """The entry point: one of ``begin end checkpoint restore drop configure``, after applying
-    ``settings`` (see ``configure``); the result as JSON text."""
-    if settings:
-        configure(**settings)
-    return json.dumps(globals()[name](*args, **kwargs))

@@ -1,11 +1,11 @@
-"""Checkpoints and rollback: the second half of the probe (see ``probe.py``).
+"""Checkpoints and rollback, and the probe's entry point ``call``: the last part of the probe
+(see ``probe.py``).
 
-Never imported on its own: ``probe_loader`` runs this file's source in the same module
-namespace as ``probe.py`` (in the child kernel, or in the user's process for ``%%oi``), so
-the names it uses (``Settings``, ``_State``, ``scan``, ``public_names``, ``_namespace``...)
-are that module's.
+Where the probe runs, ``probe_loader`` joins this file's source to ``probe.py``'s and
+``probe_watch.py``'s as one module and leaves out the imports from them below (the names are
+then that module's own); imported as ``oi_kernel.execution.probe_checkpoints``, the same names
+come from those modules.
 """
-# ruff: noqa: F821
 
 import json
 import os
@@ -16,6 +16,23 @@ import sys
 import time
 import types
 import weakref
+
+from oi_kernel.execution.probe import (
+    FRONTEND_SAVED,
+    WRITE_FLAGS,
+    Settings,
+    _before,
+    _Ignore,
+    _namespace,
+    _State,
+    begin,
+    configure,
+    end,
+    ignored,
+    public_names,
+    scan,
+)
+from oi_kernel.execution.probe_watch import _Watch
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -439,3 +456,14 @@ def drop(cid):
             _State.current = None
         cp.release(wait=False)
     return {"ok": True}
+
+
+_CALLS = {f.__name__: f for f in (begin, end, checkpoint, restore, drop, configure)}
+
+
+def call(name, *args, settings=None, **kwargs):
+    """The entry point: one of ``begin end checkpoint restore drop configure``, after applying
+    ``settings`` (see ``configure``); the result as JSON text."""
+    if settings:
+        configure(**settings)
+    return json.dumps(_CALLS[name](*args, **kwargs))

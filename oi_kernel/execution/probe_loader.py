@@ -5,17 +5,26 @@ The same source runs in the child kernel (sent by ``ChildRunner`` as a silent ex
 in the user's own process for ``%%oi`` (``local_probe``): in both it becomes
 ``sys.modules['_oi_probe']``, so nothing is added to the user's namespace, and a process
 holds one probe whatever the front door.
+
+The parts are modules that import from each other; joined, they are one namespace, so those
+imports are left out: the child needs no ``oi_kernel`` (a sandboxed or remote child has none).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from pathlib import Path
 
 _HERE = Path(__file__).parent
-SOURCE = "\n\n".join((_HERE / name).read_text(encoding="utf-8")
-                     for name in ("probe.py", "probe_watch.py", "probe_checkpoints.py"))
+PARTS = ("probe", "probe_watch", "probe_checkpoints")  # each imports only from those before it
+# one import from a part, on one line or in parentheses
+_PART_IMPORT = re.compile(
+    rf"^from oi_kernel\.execution\.(?:{'|'.join(PARTS)}) import (?:\([^)]*\)|[^\n]*)\n",
+    re.MULTILINE)
+SOURCE = "\n\n".join(_PART_IMPORT.sub("", (_HERE / f"{name}.py").read_text(encoding="utf-8"))
+                     for name in PARTS)
 MODULE = "_oi_probe"
 
 # Run in the child: installs the probe once (an expression: it binds no user variable).

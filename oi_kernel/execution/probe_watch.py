@@ -1,14 +1,15 @@
-"""The probe's file scan kept current by inotify: the third part of the probe (see ``probe.py``).
+"""The probe's file scan kept current by inotify: the second part of the probe (see ``probe.py``).
 
-Never imported on its own: ``probe_loader`` runs this file's source in the same module
-namespace as ``probe.py``, so the names it uses (``Settings``, ``_Ignore``,
-``_compile_ignore``, ``_walk``) are that module's.
+Where the probe runs, ``probe_loader`` joins this file's source to ``probe.py``'s as one module
+and leaves out the import from ``probe`` below (the names are then that module's own); imported
+as ``oi_kernel.execution.probe_watch``, the same names come from ``probe``.
 """
-# ruff: noqa: F821
 
 import os
 import stat
 import struct
+
+from oi_kernel.execution.probe import Settings, _compile_ignore, _Ignore, _State, _walk
 
 # inotify(7) constants (Linux)
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -184,3 +185,4 @@ class _Watch:
 
 
 _EVENT = struct.Struct("iIII")
+_State.watcher = _Watch  # ``scan`` (probe.py) keeps its result current from now on

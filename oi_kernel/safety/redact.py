@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 8
@@ -140,6 +140,12 @@ def redact_obj(obj: Any, secrets: Iterable[str] = ()) -> Any:
     return _redact_with(obj, _pattern(secrets))
 
 
+class KeyHolder(Protocol):
+    """What ``SecretSet`` asks of the model (``core.model.Model`` has it): its key values."""
+
+    def secrets(self) -> list[str]: ...
+
+
 class SecretSet:
     """The secret values of one session, the same for the LLM's context, the session log,
     saved conversations and exports: the model's ``api_key``, every ``*_API_KEY`` and
@@ -148,7 +154,7 @@ class SecretSet:
     Read again on each use: the environment can change during a session (``%%oi`` code runs
     in the user's own process), and reading it costs microseconds."""
 
-    def __init__(self, llm: Any = None, extra: Iterable[str] = ()) -> None:
+    def __init__(self, llm: KeyHolder | None = None, extra: Iterable[str] = ()) -> None:
         self.llm = llm
         self.extra = [v for v in extra if v]
 
