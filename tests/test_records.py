@@ -58,7 +58,7 @@ def written_event_names() -> set[str]:
     found: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         found |= set(pattern.findall(path.read_text()))
-    return found - {"w", "a"}  # open modes, not events
+    return found
 
 
 def write_lines(path: Path, lines: list[Any]) -> Path:
@@ -230,3 +230,11 @@ def test_log_tail_lines_come_from_typed_records() -> None:
                        "48027ed0f3df…"
     assert lines[6] == "   7 03:00:06 checkpoint     1"
     assert lines[7].endswith("execution      1.1   python: data = [3, 4, 5] (+1 lines) → ok")
+
+
+def test_requests_are_rebuilt_from_typed_records_or_lines() -> None:
+    from oi_kernel.record.session_log import llm_requests
+
+    typed, raw = llm_requests(read_records(GOLDEN)), llm_requests(read_log(GOLDEN))
+    assert typed == raw and len(typed) == 6
+    assert typed[0][0]["role"] == "system" and len(typed[1]) > len(typed[0])

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from oi_kernel.errors import OIError
-from oi_kernel.record.records import READS_UP_TO, Record, parse_record
+from oi_kernel.record.records import (
+    READS_UP_TO,
+    LLMRequestRecord,
+    Record,
+    as_records,
+    parse_record,
+)
 
 SCHEMA_VERSION = 1
 
@@ -264,15 +270,13 @@ def read_records(path: str | Path) -> list[Record]:
     return records
 
 
-def llm_requests(records: list[dict]) -> list[list[dict]]:
-    """The message lists of every ``llm_request`` in ``records``, rebuilt whole from the
-    incremental form (``messages_before`` + new ``messages``)."""
+def llm_requests(records: Iterable[Record | dict[str, Any]]) -> list[list[dict]]:
+    """The message lists of every ``llm_request`` in ``records`` (typed, or lines), rebuilt
+    whole from the incremental form (``messages_before`` + new ``messages``)."""
     requests: list[list[dict]] = []
     previous: list[dict] = []
-    for record in records:
-        if record.get("event") != "llm_request":
-            continue
-        before = int(record.get("messages_before") or 0)
-        previous = previous[:before] + list(record.get("messages") or [])
-        requests.append(previous)
+    for record in as_records(records):
+        if isinstance(record, LLMRequestRecord):
+            previous = previous[: record.messages_before] + list(record.messages)
+            requests.append(previous)
     return requests
