@@ -159,21 +159,24 @@ class _Builder:
             case DecisionRecord():
                 self.decisions[(r.turn, r.step)] = r
             case ExecutionRecord():
-                self._code(r, self._execution_meta(r))
+                decision = self.decisions.get((r.turn, r.step))
+                # a skipped or stopped step ran nothing, whatever the log says
+                if decision is None or decision.action not in ("skipped", "stopped"):
+                    self._code(r, self._execution_meta(r, decision))
             case DirectRecord():
                 self._code(r, self._direct_meta(r))
             case ChildRestartRecord():
                 reason = f": {r.reason}" if r.reason else ""
                 self.cells.append(_markdown(f"*(The kernel restarted here{reason}.)*"))
 
-    def _execution_meta(self, r: ExecutionRecord) -> dict[str, Any]:
-        decision = self.decisions.get((r.turn, r.step))
+    def _execution_meta(self, r: ExecutionRecord, decision: DecisionRecord | None
+                        ) -> dict[str, Any]:
         return {
             "turn": r.turn,
             "step": r.step,
             "sha256": r.sha256 or None,
-            "decision": decision.action or None if decision else None,
-            "by": decision.by or None if decision else None,
+            "decision": (decision.action or None) if decision else None,
+            "by": (decision.by or None) if decision else None,
             "language": r.language or None,
             "model": self.model or (self.start.model if self.start else "") or None,
             "time": r.time or None,
@@ -193,8 +196,6 @@ class _Builder:
     def _code(self, r: ExecutionRecord | DirectRecord, meta: dict[str, Any]) -> None:
         import nbformat
 
-        if meta.get("decision") in ("skipped", "stopped"):  # nothing ran, whatever the log says
-            return
         if r.status != "ok" and not (self.include_failed and r.status in FAILED_STATUSES):
             return
         source = _source(r)
