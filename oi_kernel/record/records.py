@@ -22,9 +22,7 @@ from typing import Any, ClassVar, TypeVar
 
 READS_UP_TO = 2  # the newest log version whose records this module reads
 
-_ENVELOPE = {"v": "version", "seq": "seq", "t": "time", "session": "session"}
-_NOT_FIELDS = frozenset({"extra", "defects", *_ENVELOPE.values()})
-
+_NOT_FIELDS = frozenset({"version", "seq", "time", "session", "extra", "defects"})
 
 @dataclass(frozen=True, kw_only=True)
 class Record:
@@ -49,8 +47,8 @@ class Record:
         return {**line, **self.extra}
 
 
-_Check = Callable[[Any], tuple[bool, Any]]
-_CHECKS: dict[str, tuple[str, _Check]] = {
+_Check = Callable[[Any], tuple[bool, Any]]  # a value -> (of the right type?, as read)
+_CHECKS: dict[str, tuple[str, _Check]] = {  # annotation -> (what it should be, its check)
     "str": ("a string", lambda v: (isinstance(v, str), v)),
     "int": ("an integer", lambda v: (isinstance(v, int) and not isinstance(v, bool), v)),
     "float": ("a number", lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool),
@@ -60,6 +58,26 @@ _CHECKS: dict[str, tuple[str, _Check]] = {
     "tuple[Any, ...]": ("a list", lambda v: (isinstance(v, (list, tuple)),
                                              tuple(v) if isinstance(v, (list, tuple)) else v)),
 }
+_ENVELOPE = {"v": ("version", _CHECKS["int"]), "seq": ("seq", _CHECKS["int"]),
+             "t": ("time", _CHECKS["str"]), "session": ("session", _CHECKS["str"])}
+
+_KINDS: dict[str, type[Record]] = {}
+_FIELDS: dict[type[Record], dict[str, tuple[str, tuple[str, _Check]]]] = {}
+_R = TypeVar("_R", bound=type[Record])
+
+
+def _kind(event: str) -> Callable[[_R], _R]:
+    """Register a record type for ``event``, with the check of each of its fields (an
+    annotation the parser has no check for fails here, at import)."""
+
+    def register(cls: _R) -> _R:
+        cls.event = event
+        _KINDS[event] = cls
+        _FIELDS[cls] = {f.name: (f.name, _checker(str(f.type)))
+                        for f in fields(cls) if f.name not in _NOT_FIELDS}
+        return cls
+
+    return register
 
 
 def _checker(annotation: str) -> tuple[str, _Check]:
@@ -67,22 +85,6 @@ def _checker(annotation: str) -> tuple[str, _Check]:
         return _CHECKS[annotation.removesuffix(" | None")]
     except KeyError:
         raise TypeError(f"records.py: no check for a field annotated {annotation!r}") from None
-
-
-_KINDS: dict[str, type[Record]] = {}
-_R = TypeVar("_R", bound=type[Record])
-
-
-def _kind(event: str) -> Callable[[_R], _R]:
-    def register(cls: _R) -> _R:
-        cls.event = event
-        _KINDS[event] = cls
-        for f in fields(cls):
-            if f.name not in _NOT_FIELDS:
-                _checker(str(f.type))  # an annotation the parser can't check fails at import
-        return cls
-
-    return register
 
 
 def kinds() -> dict[str, type[Record]]:
@@ -361,43 +363,30 @@ def parse_record(line: Mapping[str, Any]) -> Record:
         raise TypeError(f"A session-log record is a JSON object, not {type(line).__name__}.")
     event = line.get("event")
     cls = _KINDS.get(event) if isinstance(event, str) else None
-    values, defects = _envelope(line)
-    known = {f.name: f for f in fields(cls)} if cls is not None else {}
-    extra: dict[str, Any] = {}
-    for key, value in line.items():
-        if key in _ENVELOPE or key == "event":
-            continue
-        if key in _NOT_FIELDS or key not in known:
-            extra[key] = value
-        elif value is not None:  # null reads as the default
-            expected, check = _checker(str(known[key].type))
-            ok, value = check(value)
-            if ok:
-                values[key] = value
-            else:
-                defects.append(f"{event} field {key!r} should be {expected}, not "
-                               f"{_shown(value)}; read as its default")
-    if cls is None:
-        return UnknownRecord(event=str(event or ""), extra=extra, defects=tuple(defects),
-                             **values)
-    return cls(extra=extra, defects=tuple(defects), **values)
-
-
-def _envelope(line: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    known = _FIELDS.get(cls, {}) if cls is not None else {}
     values: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     defects: list[str] = []
-    for key, name in _ENVELOPE.items():
-        value = line.get(key)
-        expected, check = _CHECKS["str" if name in ("time", "session") else "int"]
-        if value is None:
+    for key, value in line.items():
+        if key == "event":
             continue
+        spec = _ENVELOPE.get(key) or known.get(key)  # (attribute, (what it should be, check))
+        if spec is None:
+            extra[key] = value
+            continue
+        if value is None:  # null reads as the default
+            continue
+        name, (expected, check) = spec
         ok, value = check(value)
         if ok:
             values[name] = value
         else:
-            defects.append(f"{key!r} should be {expected}, not {_shown(value)}; "
-                           "read as its default")
-    return values, defects
+            defects.append(f"{event or 'record'} field {key!r} should be {expected}, not "
+                           f"{_shown(value)}; read as its default")
+    if cls is None:
+        return UnknownRecord(event=str(event or ""), extra=extra, defects=tuple(defects),
+                             **values)
+    return cls(extra=extra, defects=tuple(defects), **values)
 
 
 def _shown(value: Any) -> str:
