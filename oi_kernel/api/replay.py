@@ -14,6 +14,12 @@ from oi_kernel.api.interpreter import Interpreter
 from oi_kernel.core.types import CodeBlock, Decision, StepRecord
 from oi_kernel.errors import OIError, PolicyError
 from oi_kernel.llm.recorded import RecordedLLM
+from oi_kernel.record.records import (
+    ConversationResetRecord,
+    DirectRecord,
+    Record,
+    SessionStartRecord,
+)
 from oi_kernel.record.replay import (
     _CAPS,
     _CUT_SHORT,
@@ -44,17 +50,18 @@ def replay_log(
     runs in ``cwd`` itself. ``timeout`` is the seconds one step may run before it
     is interrupted. Nothing is sent to any LLM.
     """
-    from oi_kernel.record.session_log import read_log
+    from oi_kernel.record.session_log import read_records
 
-    records = read_log(log_path)
+    records = read_records(log_path)
     session = parse_session(records)
-    if not session.actions:
+    if not session.timeline:
         raise OIError(
             f"{log_path} holds no instructions to replay; is it an oi_kernel session log?"
         )
-    recorded_cwd = str(session.start.get("cwd") or "")
+    start = session.header or SessionStartRecord()
+    recorded_cwd = start.cwd
     source = Path(cwd).expanduser().resolve() if cwd else _existing(recorded_cwd)
-    kernel = kernel_name or str(session.start.get("child_kernel") or "python3")
+    kernel = kernel_name or start.child_kernel or "python3"
     if in_place:
         if source is None:
             raise OIError("in_place needs a directory: pass cwd (--cwd).")
@@ -82,9 +89,10 @@ def _replay(
     timeout: float,
     log_path: str | Path,
     roots: set[str],
-    records: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    records: list[Record] = (),  # type: ignore[assignment]
 ) -> ReplayReport:
-    llm = RecordedLLM(model=str(session.start.get("model") or "recorded"), api_key="")
+    model = session.header.model if session.header is not None else ""
+    llm = RecordedLLM(model=model or "recorded", api_key="")
     approver = RecordedApprover()
     report = ReplayReport(log=str(log_path), workdir=str(workdir))
     root_list = sorted(r for r in roots if r)
@@ -104,14 +112,14 @@ def _replay(
             if it.engine.has_trait(cap):
                 with contextlib.suppress(PolicyError):  # an administrator's cap stays
                     setattr(it.engine, cap, 0)
-        for action in session.actions:
+        for action in session.timeline:
             if isinstance(action, RecordedTurn):
                 report.checks += _replay_turn(it, action, llm, approver, root_list)
-            elif action.get("event") == "direct":
+            elif isinstance(action, DirectRecord):
                 report.checks.append(_replay_direct(it, action, root_list))
-            elif action.get("event") == "conversation_reset":
+            elif isinstance(action, ConversationResetRecord):
                 it.reset()
-            else:
+            else:  # a restart someone asked for
                 it.restart()
     return report
 
@@ -135,8 +143,8 @@ def _replay_turn(
     return _turn_checks(recorded, turn, error, llm, approver, roots)
 
 
-def _replay_direct(it: Any, record: dict[str, Any], roots: list[str]) -> StepCheck:
-    code = str(record.get("code") or "")
+def _replay_direct(it: Any, record: DirectRecord, roots: list[str]) -> StepCheck:
+    code = record.code
     result = it.run_code(code)
     new = StepRecord(0, CodeBlock("python", code), Decision("run", code), outputs=result.outputs)
     new.status = result.status  # type: ignore[assignment]

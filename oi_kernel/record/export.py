@@ -15,12 +15,24 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oi_kernel.core.types import code_hash
 from oi_kernel.errors import OIError
 from oi_kernel.languages import as_ipython_cell
+from oi_kernel.record.records import (
+    ChildRestartRecord,
+    DecisionRecord,
+    DirectRecord,
+    ExecutionRecord,
+    LLMRequestRecord,
+    Record,
+    SessionStartRecord,
+    TurnStartRecord,
+    as_records,
+)
 from oi_kernel.safety.visible import hidden_findings, needs_marking, visible
 
 if TYPE_CHECKING:
@@ -46,12 +58,12 @@ def export_notebook(
     Refuses to overwrite an existing file unless ``force``. Lines of the log that
     can't be read are skipped with a warning (a torn last line silently).
     """
-    from oi_kernel.record.session_log import read_log_report
+    from oi_kernel.record.session_log import read_records_report
 
     out = Path(out_path).expanduser()
     if out.exists() and not force:
         raise OIError(f"{out} exists; pass --force (or force=True) to overwrite.")
-    records, problems = read_log_report(log_path)
+    records, problems = read_records_report(log_path)
     if not records:
         raise OIError(f"{log_path} holds no events; is it an oi_kernel session log?")
     serious = [p for p in problems if "incomplete last event" not in p]
@@ -76,31 +88,33 @@ def _write_notebook(nb: NotebookNode, out: Path) -> None:
 
 
 def build_notebook(
-    records: list[dict[str, Any]],
+    records: Iterable[Record | Mapping[str, Any]],
     *,
     include_failed: bool = False,
     log_path: str | Path | None = None,
     title: str | None = None,
 ) -> NotebookNode:
-    """The notebook of a session's records (see docs/session-log.md), validated.
+    """The notebook of a session's records (typed, or lines as ``read_log`` gives them; see
+    docs/session-log.md), validated.
 
     ``title`` None gives a default heading with the session's provenance; ``""``
     leaves the heading cell out.
     """
     import nbformat
 
+    records = as_records(records)
     builder = _Builder(include_failed)
     for record in records:
         builder.add(record)
-    start = builder.start
+    start = builder.start or SessionStartRecord()
     meta = {
         "version": _version(),
-        "session": start.get("session") or _first(records, "session"),
+        "session": start.session or next((r.session for r in records if r.session), None),
         "log": str(Path(log_path).resolve()) if log_path is not None else None,
-        "model": start.get("model"),
-        "kernel": start.get("kernel"),
-        "cwd": start.get("cwd"),
-        "started": start.get("t") or _first(records, "t"),
+        "model": start.model or None,
+        "kernel": start.kernel or None,
+        "cwd": start.cwd or None,
+        "started": start.time or next((r.time for r in records if r.time), None),
         "exported_at": _utc_now(),
     }
     cells = builder.cells
@@ -129,82 +143,79 @@ class _Builder:
     def __init__(self, include_failed: bool) -> None:
         self.include_failed = include_failed
         self.cells: list[Any] = []
-        self.start: dict[str, Any] = {}
+        self.start: SessionStartRecord | None = None
         self.count = 0
-        self.decisions: dict[tuple[Any, Any], dict[str, Any]] = {}
-        self.model: str | None = None  # of the latest llm_request
+        self.decisions: dict[tuple[int | None, int | None], DecisionRecord] = {}
+        self.model = ""  # of the latest llm_request
 
-    def add(self, r: dict[str, Any]) -> None:
-        event = r.get("event")
-        key = (r.get("turn"), r.get("step"))
-        if event == "session_start" and not self.start:
-            self.start = r
-        elif event == "turn_start":
-            self.cells.append(_markdown(_instruction_text(r.get("turn"), r.get("instruction"))))
-        elif event == "llm_request" and r.get("model"):
-            self.model = r["model"]
-        elif event == "decision":
-            self.decisions[key] = r
-        elif event == "execution":
-            self._code(r, self._execution_meta(r))
-        elif event == "direct":
-            self._code(r, self._direct_meta(r))
-        elif event == "child_restart":
-            reason = f": {r['reason']}" if r.get("reason") else ""
-            self.cells.append(_markdown(f"*(The kernel restarted here{reason}.)*"))
+    def add(self, r: Record) -> None:
+        match r:
+            case SessionStartRecord():
+                self.start = self.start or r
+            case TurnStartRecord():
+                self.cells.append(_markdown(_instruction_text(r.turn, r.instruction)))
+            case LLMRequestRecord() if r.model:
+                self.model = r.model
+            case DecisionRecord():
+                self.decisions[(r.turn, r.step)] = r
+            case ExecutionRecord():
+                decision = self.decisions.get((r.turn, r.step))
+                # a skipped or stopped step ran nothing, whatever the log says
+                if decision is None or decision.action not in ("skipped", "stopped"):
+                    self._code(r, self._execution_meta(r, decision))
+            case DirectRecord():
+                self._code(r, self._direct_meta(r))
+            case ChildRestartRecord():
+                reason = f": {r.reason}" if r.reason else ""
+                self.cells.append(_markdown(f"*(The kernel restarted here{reason}.)*"))
 
-    def _execution_meta(self, r: dict[str, Any]) -> dict[str, Any]:
-        decision = self.decisions.get((r.get("turn"), r.get("step")), {})
+    def _execution_meta(self, r: ExecutionRecord, decision: DecisionRecord | None
+                        ) -> dict[str, Any]:
         return {
-            "turn": r.get("turn"),
-            "step": r.get("step"),
-            "sha256": r.get("sha256"),
-            "decision": decision.get("action"),
-            "by": decision.get("by"),
-            "language": r.get("language"),
-            "model": self.model or self.start.get("model"),
-            "time": r.get("t"),
-            "tool": ({"server": r.get("server"), "tool": r.get("server_tool")}
-                     if r.get("tool_kind") == "mcp" else None),
-            "changes": r.get("changes") or None,  # what the step changed (variables, files)
+            "turn": r.turn,
+            "step": r.step,
+            "sha256": r.sha256 or None,
+            "decision": (decision.action or None) if decision else None,
+            "by": (decision.by or None) if decision else None,
+            "language": r.language or None,
+            "model": self.model or (self.start.model if self.start else "") or None,
+            "time": r.time or None,
+            "tool": ({"server": r.server, "tool": r.server_tool}
+                     if r.tool_kind == "mcp" else None),
+            "changes": r.changes or None,  # what the step changed (variables, files)
         }
 
-    def _direct_meta(self, r: dict[str, Any]) -> dict[str, Any]:
+    def _direct_meta(self, r: DirectRecord) -> dict[str, Any]:
         return {
-            "direct": r.get("kind"),
-            "sha256": code_hash(r.get("code") or ""),
+            "direct": r.kind or None,
+            "sha256": code_hash(r.code),
             "language": "python",
-            "time": r.get("t"),
+            "time": r.time or None,
         }
 
-    def _code(self, r: dict[str, Any], meta: dict[str, Any]) -> None:
+    def _code(self, r: ExecutionRecord | DirectRecord, meta: dict[str, Any]) -> None:
         import nbformat
 
-        status = r.get("status")
-        decision = meta.get("decision")
-        if decision in ("skipped", "stopped"):  # nothing ran, whatever the log says
-            return
-        if status != "ok" and not (self.include_failed and status in FAILED_STATUSES):
+        if r.status != "ok" and not (self.include_failed and r.status in FAILED_STATUSES):
             return
         source = _source(r)
+        language = r.language if isinstance(r, ExecutionRecord) else ""
         if source is None:
-            lang = r.get("language")
             self.cells.append(
-                _markdown(f"*(A step in {lang!r}, which this version can't export.)*")
+                _markdown(f"*(A step in {language!r}, which this version can't export.)*")
             )
             return
-        if r.get("event") == "execution" and r.get("sha256"):
-            if code_hash(r.get("code") or "") != r["sha256"]:
-                meta["sha256_mismatch"] = True  # usually a secret redacted out of the code
-        if status != "ok":
-            meta["failed"] = status
-            self.cells.append(_markdown(f"*(This step failed when it ran: {status}.)*"))
-        found = [str(f) for f in hidden_findings(r.get("code") or "", r.get("language") or "")]
+        if isinstance(r, ExecutionRecord) and r.sha256 and code_hash(r.code) != r.sha256:
+            meta["sha256_mismatch"] = True  # usually a secret redacted out of the code
+        if r.status != "ok":
+            meta["failed"] = r.status
+            self.cells.append(_markdown(f"*(This step failed when it ran: {r.status}.)*"))
+        found = [str(f) for f in hidden_findings(r.code, language)]
         if found or needs_marking(source):
             meta["hidden_characters"] = found
             self.cells.append(_markdown(hidden_note(source, found)))
         self.count += 1
-        outputs = [o for o in (_output(o, self.count) for o in r.get("outputs") or []) if o]
+        outputs = [o for o in (_output(o, self.count) for o in r.outputs) if o]
         self.cells.append(
             nbformat.v4.new_code_cell(
                 source=source,
@@ -226,17 +237,16 @@ def hidden_note(source: str, findings: list[str]) -> str:
             f"⟦…⟧:\n\n{items}\n\n{fence}python\n{shown}\n{fence}")
 
 
-def _source(r: dict[str, Any]) -> str | None:
+def _source(r: ExecutionRecord | DirectRecord) -> str | None:
     """The IPython source of an execution or direct record; None if not exportable."""
-    code = r.get("code") or ""
-    if r.get("tool_kind") == "mcp":
-        return tool_call_source(str(r.get("server")), str(r.get("server_tool")), code)
-    if r.get("event") == "direct":
-        if r.get("kind") == "shell" and not code.lstrip().startswith(("!", "%")):
-            return "!" + code
-        return code
+    if isinstance(r, DirectRecord):
+        if r.kind == "shell" and not r.code.lstrip().startswith(("!", "%")):
+            return "!" + r.code
+        return r.code
+    if r.tool_kind == "mcp":
+        return tool_call_source(r.server, r.server_tool, r.code)
     try:
-        return as_ipython_cell(r.get("language") or "python", code)
+        return as_ipython_cell(r.language or "python", r.code)
     except KeyError:
         return None
 
@@ -313,10 +323,6 @@ def _text(value: Any) -> str:
     if isinstance(value, list):
         return "".join(str(v) for v in value)
     return "" if value is None else str(value)
-
-
-def _first(records: list[dict[str, Any]], key: str) -> Any:
-    return next((r[key] for r in records if r.get(key)), None)
 
 
 def _version() -> str:

@@ -14,13 +14,26 @@ from pathlib import Path
 from typing import Any
 
 from oi_kernel.core.types import Turn
+from oi_kernel.record.records import (
+    AtStepRecord,
+    CodeProposedRecord,
+    DecisionRecord,
+    DirectRecord,
+    ExecutionRecord,
+    InTurnRecord,
+    LLMResponseRecord,
+    Record,
+    TurnEndRecord,
+    TurnStartRecord,
+    parse_record,
+)
 from oi_kernel.safety.visible import first_line, visible
 
 TAIL_BYTES = 256 * 1024  # read at most this much of the end of the log
 LINE_CHARS = 90  # a summary longer than this is cut
 
 
-def recent_events(path: str | Path, count: int) -> list[dict[str, Any]]:
+def recent_events(path: str | Path, count: int) -> list[Record]:
     """The last ``count`` complete events of the log at ``path`` (fewer if it is short)."""
     with open(path, "rb") as f:
         size = f.seek(0, os.SEEK_END)
@@ -30,16 +43,16 @@ def recent_events(path: str | Path, count: int) -> list[dict[str, Any]]:
     lines = data.split(b"\n")
     if start:
         lines = lines[1:]  # (the first one is cut)
-    records = []
+    records: list[Record] = []
     for raw in reversed(lines):
         if len(records) >= count:
             break
         try:
-            record = json.loads(raw.decode("utf-8"))
+            line = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             continue
-        if isinstance(record, dict) and "event" in record:
-            records.append(record)
+        if isinstance(line, dict) and "event" in line:
+            records.append(parse_record(line))
     return records[::-1]
 
 
@@ -47,40 +60,51 @@ def _first_line(text: Any) -> str:
     return first_line(str(text or ""), LINE_CHARS)
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: Record) -> str:
     """One line for one event: what it says, hidden characters marked."""
-    event = r.get("event")
-    if event == "turn_start":
-        return _first_line(r.get("instruction"))
-    if event in ("code_proposed", "execution", "direct"):
-        what = r.get("tool") or r.get("language") or r.get("kind") or ""
-        parts = [f"{visible(str(what))}: {_first_line(r.get('code'))}"]
-        if event == "code_proposed" and r.get("flags"):
-            high = sum(1 for f in r["flags"] if isinstance(f, dict) and f.get("severity") == "high")
-            parts.append(f"[{len(r['flags'])} flags, {high} high]")
-        if r.get("status"):
-            parts.append(f"→ {r['status']}")
-        return " ".join(parts)
-    if event == "decision":
-        sha = str(r.get("sha256") or "")[:12]
-        return f"{r.get('action')} by {r.get('by')}" + (f" · sha256 {sha}…" if sha else "")
-    if event == "llm_response":
-        return _first_line(r.get("text")) if r.get("text") else \
-            f"{len(r.get('tool_calls') or [])} tool call(s)"
-    if event == "turn_end":
-        return str(r.get("reason") or "")
+    match r:
+        case TurnStartRecord():
+            return _first_line(r.instruction)
+        case CodeProposedRecord() | ExecutionRecord():
+            return _step_summary(r.tool or r.language, r)
+        case DirectRecord():
+            return _step_summary(r.kind, r)
+        case DecisionRecord():
+            sha = r.sha256[:12]
+            return f"{r.action} by {r.by}" + (f" · sha256 {sha}…" if sha else "")
+        case LLMResponseRecord():
+            return _first_line(r.text) if r.text else f"{len(r.tool_calls)} tool call(s)"
+        case TurnEndRecord():
+            return r.reason
     return ""
+
+
+def _step_summary(what: str, r: CodeProposedRecord | ExecutionRecord | DirectRecord) -> str:
+    parts = [f"{visible(what)}: {_first_line(r.code)}"]
+    if isinstance(r, CodeProposedRecord) and r.flags:
+        high = sum(1 for f in r.flags if isinstance(f, dict) and f.get("severity") == "high")
+        parts.append(f"[{len(r.flags)} flags, {high} high]")
+    if isinstance(r, (ExecutionRecord, DirectRecord)) and r.status:
+        parts.append(f"→ {r.status}")
+    return " ".join(parts)
 
 
 def tail_text(path: str | Path, count: int) -> str:
     """The last ``count`` events, one line each: seq, time, event, turn.step, summary."""
     lines = []
     for r in recent_events(path, count):
-        where = ".".join(str(r[k]) for k in ("turn", "step") if r.get(k) is not None)
-        when = str(r.get("t") or "")[11:19]
-        lines.append(f"{r.get('seq', ''):>4} {when} {r.get('event', ''):<14} {where:<5} "
+        seq = "" if r.seq is None else r.seq
+        lines.append(f"{seq:>4} {r.time[11:19]} {r.event:<14} {_where(r):<5} "
                      f"{summary(r)}".rstrip())
     return "\n".join(lines)
+
+
+def _where(r: Record) -> str:
+    """"turn.step", "turn", or "" for a record outside any instruction."""
+    numbers = [r.turn] if isinstance(r, InTurnRecord) else []
+    if isinstance(r, AtStepRecord):
+        numbers.append(r.step)
+    return ".".join(str(n) for n in numbers if n is not None)
 
 
 def fenced(text: str) -> str:

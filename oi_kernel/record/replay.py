@@ -12,6 +12,7 @@ reproduce.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,6 +27,25 @@ from oi_kernel.core.types import (
 )
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.llm.recorded import RecordedLLM, ReplayDivergedError
+from oi_kernel.record.records import (
+    ChildRestartRecord,
+    CodeProposedRecord,
+    ConversationResetRecord,
+    DecisionRecord,
+    DirectRecord,
+    ExecutionRecord,
+    InTurnRecord,
+    LLMErrorRecord,
+    LLMRequestRecord,
+    LLMResponseRecord,
+    LLMSampleRecord,
+    Record,
+    SessionStartRecord,
+    ToolsOfferedRecord,
+    TurnEndRecord,
+    TurnStartRecord,
+    as_records,
+)
 from oi_kernel.record.verify import compare_outputs
 
 _NORMAL_ENDS = frozenset({"done", "stopped", "max_steps", "cap"})
@@ -44,7 +64,9 @@ _RAN = frozenset({"ok", "error", "interrupted", "died"})
 
 @dataclass
 class RecordedTurn:
-    """What the log holds about one instruction."""
+    """What the log holds about one instruction. ``replies`` and ``samples`` are the lines
+    as ``RecordedLLM`` reads them (the llm layer is below the record types); the rest are
+    typed records, by step."""
 
     index: int
     instruction: str
@@ -52,65 +74,77 @@ class RecordedTurn:
     samples: list[dict[str, Any]] = field(default_factory=list)  # llm_sample (small models)
     tools: bool = True
     small: bool | None = None  # small-model mode (None: not recorded, older logs)
-    proposals: dict[int, dict[str, Any]] = field(default_factory=dict)
-    decisions: dict[int, dict[str, Any]] = field(default_factory=dict)
-    executions: dict[int, dict[str, Any]] = field(default_factory=dict)
+    proposals: dict[int, CodeProposedRecord] = field(default_factory=dict)
+    decisions: dict[int, DecisionRecord] = field(default_factory=dict)
+    executions: dict[int, ExecutionRecord] = field(default_factory=dict)
     end_reason: str = ""
+
+
+Action = RecordedTurn | DirectRecord | ConversationResetRecord | ChildRestartRecord
 
 
 @dataclass
 class RecordedSession:
-    """The session's start record and its actions in order: turns, direct cells, resets."""
+    """The session's start record and what happened in order: turns, direct cells, resets
+    and restarts someone asked for."""
 
-    start: dict[str, Any]
-    actions: list[RecordedTurn | dict[str, Any]] = field(default_factory=list)
+    header: SessionStartRecord | None = None
+    timeline: list[Action] = field(default_factory=list)
 
     @property
     def turns(self) -> list[RecordedTurn]:
-        return [a for a in self.actions if isinstance(a, RecordedTurn)]
+        return [a for a in self.timeline if isinstance(a, RecordedTurn)]
+
+    @property
+    def start(self) -> dict[str, Any]:
+        """The start record as a log line (``{}`` if none), for callers that read lines."""
+        return self.header.to_dict() if self.header is not None else {}
+
+    @property
+    def actions(self) -> list[RecordedTurn | dict[str, Any]]:
+        """``timeline`` with the records other than turns as log lines."""
+        return [a if isinstance(a, RecordedTurn) else a.to_dict() for a in self.timeline]
 
 
-def parse_session(records: list[dict[str, Any]]) -> RecordedSession:
-    """Group a log's records into turns, keeping direct cells and resets in their place."""
-    session = RecordedSession(start={})
-    turns: dict[Any, RecordedTurn] = {}
-    for r in records:
-        event = r.get("event")
-        if event == "session_start" and not session.start:
-            session.start = r
-        elif event == "turn_start":
-            turn = RecordedTurn(
-                int(r.get("turn") or len(turns) + 1), str(r.get("instruction") or "")
-            )
-            turns[r.get("turn")] = turn
-            session.actions.append(turn)
-        elif event in ("direct", "conversation_reset"):
-            session.actions.append(r)
-        elif event == "child_restart" and "died" not in str(r.get("reason", "")):
-            session.actions.append(r)  # a restart someone asked for (after a death it is automatic)
-        elif r.get("turn") in turns:
-            _add_to_turn(turns[r.get("turn")], r)
+def parse_session(records: Iterable[Record | Mapping[str, Any]]) -> RecordedSession:
+    """Group a log's records (typed, or lines as ``read_log`` gives them) into turns,
+    keeping direct cells, resets and restarts in their place."""
+    session = RecordedSession()
+    turns: dict[int | None, RecordedTurn] = {}
+    for r in as_records(records):
+        if isinstance(r, SessionStartRecord):
+            session.header = session.header or r
+        elif isinstance(r, TurnStartRecord):
+            turn = RecordedTurn(r.turn or len(turns) + 1, r.instruction)
+            turns[r.turn] = turn
+            session.timeline.append(turn)
+        elif isinstance(r, (DirectRecord, ConversationResetRecord)):
+            session.timeline.append(r)
+        elif isinstance(r, ChildRestartRecord):
+            if "died" not in r.reason:  # asked for (after a death the restart is automatic)
+                session.timeline.append(r)
+        elif isinstance(r, InTurnRecord) and r.turn in turns:
+            _add_to_turn(turns[r.turn], r)
     return session
 
 
-def _add_to_turn(turn: RecordedTurn, r: dict[str, Any]) -> None:
-    event, step = r.get("event"), r.get("step")
-    if event == "llm_request":
-        turn.tools = bool(r.get("tools", True))
-        if "small" in r:
-            turn.small = bool(r["small"])
-    elif event in ("llm_response", "llm_error"):
-        turn.replies.append(r)
-    elif event == "llm_sample":
-        turn.samples.append(r)
-    elif event == "code_proposed":
-        turn.proposals[step] = r
-    elif event == "decision":
-        turn.decisions[step] = r
-    elif event == "execution":
-        turn.executions[step] = r
-    elif event == "turn_end":
-        turn.end_reason = str(r.get("reason") or "")
+def _add_to_turn(turn: RecordedTurn, r: Record) -> None:
+    if isinstance(r, LLMRequestRecord):
+        turn.tools = r.tools
+        if r.small is not None:
+            turn.small = r.small
+    elif isinstance(r, (LLMResponseRecord, LLMErrorRecord)):
+        turn.replies.append(r.to_dict())
+    elif isinstance(r, LLMSampleRecord):
+        turn.samples.append(r.to_dict())
+    elif isinstance(r, CodeProposedRecord) and r.step is not None:
+        turn.proposals[r.step] = r
+    elif isinstance(r, DecisionRecord) and r.step is not None:
+        turn.decisions[r.step] = r
+    elif isinstance(r, ExecutionRecord) and r.step is not None:
+        turn.executions[r.step] = r
+    elif isinstance(r, TurnEndRecord):
+        turn.end_reason = r.reason
 
 
 # ----------------------------------------------------------------------------- the seams
@@ -127,9 +161,9 @@ class RecordedApprover:
         turn = self.turn
         if turn is None:
             raise ReplayDivergedError("The replay asked for a decision outside any instruction.")
-        proposed = turn.proposals.get(request.step, {}).get("code")
-        if proposed is not None and proposed != request.block.code:
-            self.changed[(turn.index, request.step)] = proposed
+        proposal = turn.proposals.get(request.step)
+        if proposal is not None and proposal.code != request.block.code:
+            self.changed[(turn.index, request.step)] = proposal.code
         record = turn.decisions.get(request.step)
         if record is None:
             if turn.end_reason == "approval_unavailable":
@@ -141,15 +175,14 @@ class RecordedApprover:
         return _decision(record, request.block.code)
 
 
-def _decision(record: dict[str, Any], proposed: str) -> Decision:
-    action, reason = record.get("action"), str(record.get("reason") or "")
-    by = str(record.get("by") or "user")
-    if action == "skipped":
-        return Decision("skip", reason=reason, by=by)
-    if action == "stopped":
-        return Decision("stop", reason=reason, by=by)
-    if action == "edited":
-        return Decision("run", str(record.get("code") or ""), edited=True, by=by)
+def _decision(record: DecisionRecord, proposed: str) -> Decision:
+    by = record.by or "user"  # logs from before names were recorded
+    if record.action == "skipped":
+        return Decision("skip", reason=record.reason, by=by)
+    if record.action == "stopped":
+        return Decision("stop", reason=record.reason, by=by)
+    if record.action == "edited":
+        return Decision("run", record.code, edited=True, by=by)
     return Decision("run", proposed, by=by)  # approved / auto: whatever is proposed now
 
 
@@ -158,20 +191,19 @@ class RecordedTools:
     server is started); notebook functions offered with ``%tool`` are offered again (their
     calls are code, re-run in the replay's kernel)."""
 
-    def __init__(self, records: list[dict[str, Any]]) -> None:
+    def __init__(self, records: Iterable[Record | Mapping[str, Any]]) -> None:
         self._specs: dict[str, ToolSpec] = {}
-        self._results: dict[str, list[dict[str, Any]]] = {}
-        for r in records:
-            if r.get("event") == "execution" and r.get("tool_kind") == "mcp":
-                name = str(r.get("tool"))
-                self._specs.setdefault(name, ToolSpec(
-                    name, "(recorded)", {"type": "object", "properties": {}}, kind="mcp",
-                    server=str(r.get("server")), tool=str(r.get("server_tool"))))
-                self._results.setdefault(name, []).append(r)
-            elif r.get("event") == "tools_offered":
-                for name in r.get("functions") or []:
-                    self._specs[name] = ToolSpec(name, "(recorded)", {}, kind="function",
-                                                 tool=name)
+        self._results: dict[str, list[ExecutionRecord]] = {}
+        for r in as_records(records):
+            if isinstance(r, ExecutionRecord) and r.tool_kind == "mcp":
+                self._specs.setdefault(r.tool, ToolSpec(
+                    r.tool, "(recorded)", {"type": "object", "properties": {}}, kind="mcp",
+                    server=r.server, tool=r.server_tool))
+                self._results.setdefault(r.tool, []).append(r)
+            elif isinstance(r, ToolsOfferedRecord):
+                for name in r.functions:
+                    self._specs[str(name)] = ToolSpec(str(name), "(recorded)", {},
+                                                      kind="function", tool=str(name))
 
     @property
     def functions(self) -> dict[str, ToolSpec]:
@@ -189,8 +221,7 @@ class RecordedTools:
             raise ReplayDivergedError(f"The replay called {spec.label} more often than the "
                                       "recording did.")
         r = queue.pop(0)
-        status = r.get("status") if r.get("status") in ("ok", "error") else "error"
-        return ExecResult(status, list(r.get("outputs") or []))
+        return ExecResult("ok" if r.status == "ok" else "error", list(r.outputs))
 
 
 # ----------------------------------------------------------------------------- the report
@@ -238,7 +269,7 @@ class ReplayReport:
 
 
 def compare_step(
-    recorded: dict[str, Any] | None,
+    recorded: ExecutionRecord | DirectRecord | None,
     new: StepRecord | None,
     roots: list[str],
 ) -> tuple[CheckStatus, str]:
@@ -249,27 +280,29 @@ def compare_step(
         return "different", f"ran now ({new.status}), not when recorded"  # type: ignore[union-attr]
     if new is None or new.status not in _RAN:
         now = "not proposed" if new is None else new.status
-        return "different", f"ran when recorded ({recorded.get('status')}), now {now}"
+        return "different", f"ran when recorded ({recorded.status}), now {now}"
     status, detail = _compare_results(recorded, new, roots)
-    if (new.code_ran or "") == (recorded.get("code") or ""):
+    if (new.code_ran or "") == recorded.code:
         return status, detail
     note = " (the log's code was redacted)" if _redacted(recorded) else ""
     return "different", f"code differs from the recording{note}; " + (detail or "outputs the same")
 
 
 def _compare_results(
-    recorded: dict[str, Any], new: StepRecord, roots: list[str]
+    recorded: ExecutionRecord | DirectRecord, new: StepRecord, roots: list[str]
 ) -> tuple[CheckStatus, str]:
-    old_status = recorded.get("status")
+    old_status = recorded.status
     if old_status in ("interrupted", "died") or new.status in ("interrupted", "died"):
         if old_status == new.status:
             return "same", f"{new.status} as recorded (outputs not compared)"
         return "different", f"status {new.status}, recorded {old_status}"
-    return compare_outputs(recorded.get("outputs") or [], new.outputs, roots)
+    return compare_outputs(list(recorded.outputs), new.outputs, roots)
 
 
-def _redacted(record: dict[str, Any]) -> bool:
-    return bool(record.get("sha256")) and code_hash(record.get("code") or "") != record["sha256"]
+def _redacted(record: ExecutionRecord | DirectRecord) -> bool:
+    """The log's code no longer matches its hash: a secret was redacted out of it."""
+    return (isinstance(record, ExecutionRecord) and bool(record.sha256)
+            and code_hash(record.code) != record.sha256)
 
 
 def _turn_checks(

@@ -21,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from oi_kernel.errors import OIError
+from oi_kernel.record.records import (
+    READS_UP_TO,
+    LLMRequestRecord,
+    Record,
+    as_records,
+    parse_record,
+)
 
 SCHEMA_VERSION = 1
 
@@ -227,10 +234,10 @@ def read_log_report(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
         if not isinstance(record, dict) or "event" not in record:
             problems.append(f"line {number}: not an event object; skipped")
             continue
-        if isinstance(record.get("v"), int) and record["v"] > SCHEMA_VERSION:
+        if isinstance(record.get("v"), int) and record["v"] > READS_UP_TO:
             problems.append(
                 f"line {number}: schema version {record['v']} is newer than this "
-                f"oi_kernel reads ({SCHEMA_VERSION}); upgrade oi_kernel"
+                f"oi_kernel reads ({READS_UP_TO}); upgrade oi_kernel"
             )
         records.append(record)
     return records, problems
@@ -245,15 +252,31 @@ def read_log(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def llm_requests(records: list[dict]) -> list[list[dict]]:
-    """The message lists of every ``llm_request`` in ``records``, rebuilt whole from the
-    incremental form (``messages_before`` + new ``messages``)."""
+def read_records_report(path: str | Path) -> tuple[list[Record], list[str]]:
+    """``read_log_report`` with typed records (``record.records``); a field of the wrong type
+    (read as its default) is a problem too."""
+    lines, problems = read_log_report(path)
+    records = [parse_record(line) for line in lines]
+    problems += [f"event {r.seq}: {defect}" for r in records for defect in r.defects]
+    return records, problems
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """``read_log`` with typed records: the readers (export, replay, listings) use these."""
+    records, problems = read_records_report(path)
+    serious = [p for p in problems if "incomplete last event" not in p]
+    if serious:
+        warnings.warn(f"{path}: " + "; ".join(serious), stacklevel=2)
+    return records
+
+
+def llm_requests(records: Iterable[Record | dict[str, Any]]) -> list[list[dict]]:
+    """The message lists of every ``llm_request`` in ``records`` (typed, or lines), rebuilt
+    whole from the incremental form (``messages_before`` + new ``messages``)."""
     requests: list[list[dict]] = []
     previous: list[dict] = []
-    for record in records:
-        if record.get("event") != "llm_request":
-            continue
-        before = int(record.get("messages_before") or 0)
-        previous = previous[:before] + list(record.get("messages") or [])
-        requests.append(previous)
+    for record in as_records(records):
+        if isinstance(record, LLMRequestRecord):
+            previous = previous[: record.messages_before] + list(record.messages)
+            requests.append(previous)
     return requests
