@@ -1,7 +1,8 @@
 """What happens to one proposed block: risk review, the decision (asked or automatic),
 the run with its timeout, and the feedback the model reads, each reported as an event
-(which the session log records). ``StepRunner`` is the engine's base: it holds the seams (executor, approver), the
-LLM and the session's secrets; ``Engine`` adds the conversation and the turn loop."""
+(which the session log records). ``StepRunner`` is the engine's base: it holds the seams
+(executor, approver), the LLM and the session's secrets; ``Engine`` adds the conversation
+and the turn loop."""
 
 from __future__ import annotations
 
