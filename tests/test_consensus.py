@@ -17,6 +17,7 @@ from oi_kernel.core import events as E
 from oi_kernel.core.consensus import Tally, code_key, sampling_plan
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.types import CodeBlock
+from oi_kernel.record.log_writer import LogWriter
 from oi_kernel.record.session_log import SessionLog, read_log
 from oi_kernel.session.view import turn_footer
 from tests import llm_server as S
@@ -105,7 +106,7 @@ def test_the_code_most_samples_agree_on_is_proposed_over_real_http(llm_server, t
     engine, executor, events = engine_for(llm_server, "openai/smollm2-135m", small_model="on")
     engine.small_model_samples = 4
     log = SessionLog(directory=str(tmp_path))
-    engine.log_sink = log
+    engine.recorder = LogWriter(log)
     turn = run(engine, events, MOD)
     log.close()
     assert [b.code for b in executor.blocks] == [REMAINDER]

@@ -205,11 +205,12 @@ def test_no_draft_check_for_capable_models_or_when_off(model, extra):
 
 
 def test_set_aside_drafts_are_in_the_session_log(tmp_path):
+    from oi_kernel.record.log_writer import LogWriter
     from oi_kernel.record.session_log import SessionLog, read_log
 
     engine, _, _ = _engine([_fenced("print(n)"), _fenced("print(4)")], [_printed("4\n")])
     log = SessionLog(directory=str(tmp_path))
-    engine.log_sink = log
+    engine.recorder = LogWriter(log)
     _turn(engine, "Print 4.")
     log.close()
     records = [r for r in read_log(log.path) if r["event"] == "draft_set_aside"]

@@ -24,7 +24,7 @@ class Tracked(Rollback):
     def __init__(self, runner: ChildRunner) -> None:
         super().__init__()
         self.executor = runner
-        self.log_sink = None
+        self.recorder = None
         self.events: list[str] = []
         self.calls: list[str] = []
         original = runner.child.execute
@@ -36,8 +36,8 @@ class Tracked(Rollback):
 
         runner.child.execute = execute
 
-    def log_event(self, kind, **fields):
-        self.events.append(kind)
+    def publish(self, event):
+        self.events.append(type(event).__name__)
 
 
 def turn(index: int) -> SimpleNamespace:

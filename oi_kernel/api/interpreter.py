@@ -365,8 +365,7 @@ class Interpreter:
     async def _run_direct(self, kind: str, source: str) -> ExecResult:
         _ = self.session.log
         result = await self.runner.run_code(source, timeout=self.timeout)
-        self.session.log_event("direct", kind=kind, code=source, status=result.status,
-                               outputs=result.outputs)
+        self.session.publish(E.DirectRun(kind, source, result.status, result.outputs))
         return result
 
 

@@ -4,15 +4,15 @@ One instruction is one turn: ask the LLM, take the code it proposes, get a decis
 each block, run what was approved, feed the output back, and repeat until a reply has no
 code, a cap is hit, or the user stops. Two seams make the front doors differ: an
 ``Executor`` (where code runs) and an ``Approver`` (how a decision is asked); how the
-loop treats the model is a ``ModelPolicy``. Everything the loop does is reported as
-events to a sink and recorded in the session log. The session that owns an engine is
+loop treats the model is a ``ModelPolicy``. Everything the loop does is reported once, as
+a typed event (``core.events``): to the turn's sink (the front door) and to the engine's
+``recorder`` (the session log's writer). The session that owns an engine is
 assembled in ``oi_kernel.session.assembly``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,12 +21,20 @@ from oi_kernel.core.caps import Caps, cap_notice
 from oi_kernel.core.context import fit_messages
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
+    ConversationReset,
+    ConversationUndone,
     EventSink,
+    LLMFailed,
+    LLMRequested,
     Notice,
     ReasoningDelta,
     ReplyDone,
+    SampleDrawn,
     TextDelta,
+    ToolNotice,
+    ToolsUnsupported,
     TurnDone,
+    TurnStarted,
 )
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.core.model import Model
@@ -67,7 +75,6 @@ class Engine(StepRunner):
     def __init__(self, executor: Executor, approver: Approver, *, llm: Model, **kwargs: Any) -> None:
         super().__init__(executor, approver, llm=llm, **kwargs)
         self.conversation = Conversation()
-        self._last_logged: list[dict[str, Any]] = []  # the previous request, as logged
         self.usage = Usage()
         # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
         self.preflight: list[Callable[[], None]] = []
@@ -82,14 +89,13 @@ class Engine(StepRunner):
     def reset(self) -> None:
         """Forget the conversation (the executor's state is the caller's business)."""
         self.conversation.clear()
-        self.log_event("conversation_reset")
+        self.publish(ConversationReset())
 
     def undo(self, n: int = 1) -> list[str]:
         """Forget the last ``n`` instructions; returns them."""
         removed = self.conversation.undo(n)
         if removed:
-            self.log_event("conversation_undo", turns=len(removed),
-                           messages=len(self.conversation))
+            self.publish(ConversationUndone(len(removed), len(self.conversation)))
         return removed
 
     async def undo_and_roll_back(self, n: int = 1) -> tuple[list[str], str]:
@@ -152,8 +158,7 @@ class Engine(StepRunner):
         if not self.toolbox:
             return None
         for text in await self.toolbox.prepare():
-            self.log_event("tool_notice", text=text)
-            emit(Notice(text, "warning"))
+            emit(ToolNotice(text, "warning"))
         offer = self.toolbox.offer(self.tool_budget_tokens())
         if offer.hidden and not self._budget_noticed:
             self._budget_noticed = True
@@ -181,6 +186,7 @@ class Engine(StepRunner):
 
     async def run_turn(self, instruction: str, emit: EventSink) -> Turn:
         """Carry out one instruction; returns its record. Cancellation = interrupt."""
+        emit = self.tee(emit)
         self.llm.check_configured()
         for check in self.preflight:
             check()
@@ -189,7 +195,7 @@ class Engine(StepRunner):
         turn = Turn(index=len(self.turns) + 1, instruction=instruction,
                     conversation_index=len(self.conversation.turn_starts))
         self.turns.append(turn)
-        self.log_event("turn_start", turn=turn.index, instruction=instruction)
+        emit(TurnStarted(turn.index, instruction))
         self.conversation.start_turn(instruction + note)
         try:
             await self._loop(turn, emit)
@@ -231,11 +237,11 @@ class Engine(StepRunner):
                 return
             reply, blocks, problems = await self._ask(turn, call, emit, policy, len(drafts))
             if blocks and not problems:
-                sample = self._sampler(turn, call)
+                sample = self._sampler(turn, call, emit)
                 reply, blocks = await policy.consensus(turn, call, reply, blocks, sample,
-                                                       self.conversation, emit, self.log_event)
+                                                       self.conversation, emit)
                 blocks = policy.review_drafts(turn, call, reply, blocks, drafts,
-                                              self.conversation, emit, self.log_event)
+                                              self.conversation, emit)
                 if not blocks:
                     continue  # set aside: ask again
             drafts = []
@@ -267,8 +273,6 @@ class Engine(StepRunner):
                     "warning"))
 
     def _end_turn(self, turn: Turn, emit: EventSink) -> None:
-        self.log_event("turn_end", turn=turn.index, reason=turn.end_reason or "error",
-                       steps=len(turn.steps), usage=dataclasses.asdict(turn.usage))
         emit(TurnDone(turn))
 
     async def run_code_steps(
@@ -277,10 +281,11 @@ class Engine(StepRunner):
         """Propose recorded code (``%load --replay``) through the same review, approval and
         execution path as the model's code, without calling the LLM. The conversation is
         not changed; the steps are recorded as a turn (``log_fields`` go in its turn_start)."""
+        emit = self.tee(emit)
         turn = Turn(index=len(self.turns) + 1, instruction=title,
                     conversation_index=len(self.conversation.turn_starts))
         self.turns.append(turn)
-        self.log_event("turn_start", turn=turn.index, instruction=title, **log_fields)
+        emit(TurnStarted(turn.index, title, log_fields))
         run_all = False
         try:
             for block in blocks:
@@ -302,16 +307,6 @@ class Engine(StepRunner):
             self._end_turn(turn, emit)
         return turn
 
-    def _request_messages(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The request's messages for the log: only the new ones when the request extends the
-        previous one (``messages_before`` of them are as logged before), so a long session's
-        log grows linearly, not quadratically; the full list after any condensing."""
-        before = self._last_logged
-        self._last_logged = list(messages)
-        if before and len(before) <= len(messages) and messages[: len(before)] == before:
-            return {"messages_before": len(before), "messages": messages[len(before):]}
-        return {"messages_before": 0, "messages": messages}
-
     async def _ask(
         self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy, redraw: int = 0
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
@@ -325,29 +320,20 @@ class Engine(StepRunner):
                                             offer)
                 break
             except LLMToolsUnsupportedError as exc:
-                self.log_event("tools_unsupported", turn=turn.index, step=call, error=str(exc))
+                emit(ToolsUnsupported(turn.index, call, str(exc)))
                 if self.llm.uses_tools():  # it did not take note: do not ask forever
                     raise
         turn.llm_calls += 1
         turn.usage = turn.usage + reply.usage
         self.usage = self.usage + reply.usage
-        self.log_event(
-            "llm_response",
-            turn=turn.index,
-            step=call,
-            text=reply.text,
-            tool_calls=[dataclasses.asdict(c) for c in reply.tool_calls],
-            usage=dataclasses.asdict(reply.usage),
-            latency_s=round(reply.latency_s, 4),
-            finish_reason=reply.finish_reason,
-            **({"reasoning": reply.reasoning} if reply.reasoning else {}),
-        )
         blocks, problems = self._proposed(reply, policy)
-        emit(ReplyDone(call, reply, blocks))
+        emit(ReplyDone(call, reply, blocks, turn.index))
         return reply, blocks, problems
 
-    def _sampler(self, turn: Turn, call: int) -> Callable[[dict[str, Any]], Awaitable[Reply]]:
-        """Draws another reply to the request just sent (not shown; usage counted; logged)."""
+    def _sampler(self, turn: Turn, call: int,
+                 emit: EventSink) -> Callable[[dict[str, Any]], Awaitable[Reply]]:
+        """Draws another reply to the request just sent (not shown; usage counted;
+        reported)."""
         messages, tools = self._sent
 
         async def sample(sampling: dict[str, Any]) -> Reply:
@@ -355,9 +341,7 @@ class Engine(StepRunner):
             turn.samples += 1
             turn.usage = turn.usage + reply.usage
             self.usage = self.usage + reply.usage
-            self.log_event("llm_sample", turn=turn.index, step=call, text=reply.text,
-                           sampling=sampling, usage=dataclasses.asdict(reply.usage),
-                           latency_s=round(reply.latency_s, 4))
+            emit(SampleDrawn(turn.index, call, reply, sampling))
             return reply
 
         return sample
@@ -369,8 +353,7 @@ class Engine(StepRunner):
         if tools is not None and offer is not None:
             tools += offer.definitions
         self._sent = (messages, tools)
-        self.log_event("llm_request", turn=turn.index, step=call, model=self.llm.model,
-                       tools=use_tools, small=policy.small, **self._request_messages(messages))
+        emit(LLMRequested(turn.index, call, self.llm.model, use_tools, policy.small, messages))
         try:
             return await self.llm.stream(
                 messages,
@@ -383,8 +366,7 @@ class Engine(StepRunner):
         except LLMToolsUnsupportedError:
             raise
         except LLMError as exc:
-            self.log_event("llm_error", turn=turn.index, step=call, error=str(exc),
-                           partial_text=exc.partial_text)
+            emit(LLMFailed(turn.index, call, str(exc), exc.partial_text))
             raise
 
     def _proposed(self, reply: Reply, policy: ModelPolicy) -> tuple[list[CodeBlock], list[str]]:

@@ -1,16 +1,27 @@
-"""What the engine reports while a turn runs: one event type per thing that happened.
+"""What the engine reports: one event type per thing that happened, its only output.
 
 Front doors turn events into what their user sees (``session.view.TurnView`` for
-notebooks and terminals, ``api.chunks`` for the Python API); the engine never renders.
+notebooks and terminals, ``api.chunks`` for the Python API, ``acp.updates`` for ACP
+clients); the engine never renders. The session log is one more subscriber
+(``record.log_writer.LogWriter`` turns each event into its record). Events a front door
+does not show (``TurnStarted``, ``LLMRequested``, ``CheckpointKept``, ...) it ignores.
+
+The names follow ACP's ``session/update`` kinds where one exists: ``TextDelta`` is a
+message chunk, ``ReasoningDelta`` a thought chunk, ``CodeProposed`` a tool call's start,
+``Decided`` / ``StepDone`` its progress and end, ``ReplyDone`` / ``TurnDone`` carry usage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Reply, StepRecord, Turn
+
+if TYPE_CHECKING:
+    from oi_kernel.core.tools import ToolSpec
+    from oi_kernel.safety.risk import Flag
 
 
 @dataclass
@@ -34,6 +45,7 @@ class ReplyDone:
     step: int
     reply: Reply
     blocks: list[CodeBlock]
+    turn: int = 0
 
 
 @dataclass
@@ -46,16 +58,24 @@ class CodeProposed:
 
 @dataclass
 class Decided:
-    """The decision about a step is known."""
+    """The decision about a step is known (``request``: what was asked, four-eyes included;
+    ``tool``: the tool of a tool step)."""
 
     record: StepRecord
+    turn: int = 0
+    request: ApprovalRequest | None = None
+    tool: ToolSpec | None = None
 
 
 @dataclass
 class StepDone:
-    """A step ran; its record holds the status and outputs."""
+    """A step ran (or was interrupted); its record holds the status and outputs. ``block``
+    is the code that ran (the edit, not the proposal)."""
 
     record: StepRecord
+    turn: int = 0
+    block: CodeBlock | None = None
+    tool: ToolSpec | None = None
 
 
 @dataclass
@@ -73,7 +93,184 @@ class TurnDone:
     turn: Turn
 
 
+@dataclass
+class ToolNotice(Notice):
+    """A notice from the tools (an MCP server that did not start): shown like any notice."""
+
+
+# ----------------------------------------------------------------------------- turns
+@dataclass
+class TurnStarted:
+    """An instruction (or recorded code: ``run_code_steps``) starts; ``fields`` say more
+    (a replay names its source)."""
+
+    turn: int
+    instruction: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- the model
+@dataclass
+class LLMRequested:
+    """A request goes to the model (its full messages; the log stores only the new ones)."""
+
+    turn: int
+    step: int
+    model: str
+    tools: bool
+    small: bool
+    messages: list[dict[str, Any]]
+
+
+@dataclass
+class LLMFailed:
+    """A request to the model failed (``partial_text``: what arrived before)."""
+
+    turn: int
+    step: int
+    error: str
+    partial_text: str = ""
+
+
+@dataclass
+class ToolsUnsupported:
+    """The model's server refused tools; the request is sent again without them."""
+
+    turn: int
+    step: int
+    error: str
+
+
+@dataclass
+class SampleDrawn:
+    """Another reply to the same request was drawn (small models' consensus; not shown)."""
+
+    turn: int
+    step: int
+    reply: Reply
+    sampling: dict[str, Any]
+
+
+@dataclass
+class DraftSetAside:
+    """A small model's draft had visible mistakes; another is asked for."""
+
+    turn: int
+    step: int
+    code: str
+    problems: list[str]
+
+
+@dataclass
+class DraftsSampled:
+    """How the consensus among sampled drafts went (``skipped``: not sampled, and why;
+    ``error``: sampling stopped at an LLM error)."""
+
+    turn: int
+    step: int
+    fields: dict[str, Any]
+    outcome: Literal["samples", "skipped", "error"] = "samples"
+
+
+# ----------------------------------------------------------------------------- steps
+@dataclass
+class StepReviewed:
+    """A proposed block was reviewed (risk flags, outside text it follows), before it is
+    refused, asked about or run."""
+
+    turn: int
+    step: int
+    block: CodeBlock
+    flags: list[Flag]
+    untrusted: list[dict[str, Any]] = field(default_factory=list)
+    tool: ToolSpec | None = None
+
+
+@dataclass
+class CheckpointKept:
+    """A checkpoint was kept before an instruction's first code (``info``: the probe's)."""
+
+    turn: int
+    info: dict[str, Any]
+
+
+@dataclass
+class RolledBack:
+    """The state went back to before instruction ``turn`` (``report``: what was restored)."""
+
+    turn: int
+    report: dict[str, Any]
+
+
+# ----------------------------------------------------------------------------- the session
+@dataclass
+class ConversationReset:
+    """The conversation was forgotten."""
+
+
+@dataclass
+class ConversationUndone:
+    """The last ``turns`` instructions were forgotten; ``messages`` remain."""
+
+    turns: int
+    messages: int
+
+
+@dataclass
+class ConversationSaved:
+    path: str
+    turns: int
+
+
+@dataclass
+class ConversationLoaded:
+    path: str
+    turns: int
+    messages: int
+
+
+@dataclass
+class ProfileApplied:
+    """A profile (or none) was applied with these settings."""
+
+    name: str | None
+    path: str | None
+    selected_by: str
+    settings: dict[str, Any]
+
+
+@dataclass
+class ToolsOffered:
+    """The notebook functions offered to the model changed."""
+
+    functions: list[str]
+
+
+@dataclass
+class ChildRestarted:
+    """A new child kernel replaced the previous one (its variables are gone)."""
+
+    reason: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DirectRun:
+    """A cell ran as is, without the model (``%%python``, a shell line, the API's
+    ``run_code``)."""
+
+    kind: str
+    code: str
+    status: str
+    outputs: list[dict[str, Any]]
+    duration_s: float | None = None
+
+
 Event = (
     TextDelta | ReasoningDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
+    | TurnStarted | LLMRequested | LLMFailed | ToolsUnsupported | SampleDrawn | DraftSetAside
+    | DraftsSampled | StepReviewed | CheckpointKept | RolledBack | ConversationReset
+    | ConversationUndone | ConversationSaved | ConversationLoaded | ProfileApplied
+    | ToolsOffered | ChildRestarted | DirectRun
 )
 EventSink = Callable[[Event], None]

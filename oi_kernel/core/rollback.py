@@ -20,6 +20,7 @@ from traitlets import Bool, Float, Integer, List, Unicode, default
 
 from oi_kernel.core import change_ignore
 from oi_kernel.core.changes import restore_message
+from oi_kernel.core.events import CheckpointKept, RolledBack
 from oi_kernel.core.settings import EngineSettings
 from oi_kernel.core.types import Turn
 from oi_kernel.errors import OIError
@@ -128,7 +129,7 @@ class Rollback(EngineSettings):
 
     def _not_scanned(self) -> list[str]:
         """The session log's folder: the session writes it, not the user's code."""
-        path = getattr(self.log_sink, "path", None)  # type: ignore[attr-defined]
+        path = getattr(self.recorder, "path", None)  # type: ignore[attr-defined]
         return [os.path.dirname(os.path.abspath(path))] if path else []
 
     def store_dir(self) -> str:
@@ -191,7 +192,7 @@ class Rollback(EngineSettings):
         self.checkpoints = self.checkpoints[excess:]
         self.checkpoints.append(Checkpoint(turn.index, turn.instruction, turn.conversation_index,
                                            info=info))
-        self.log_event("checkpoint", turn=turn.index, **info)  # type: ignore[attr-defined]
+        self.publish(CheckpointKept(turn.index, info))  # type: ignore[attr-defined]
         return ""
 
     async def rollback_to(self, checkpoint: Checkpoint) -> str:
@@ -200,7 +201,7 @@ class Rollback(EngineSettings):
         report = await self._probe("restore", checkpoint.number, self.store_dir())
         self.checkpoints = [c for c in self.checkpoints if c.number < checkpoint.number]
         first = (checkpoint.instruction.splitlines() or [""])[0][:80]
-        self.log_event("rollback", turn=checkpoint.number, **report)  # type: ignore[attr-defined]
+        self.publish(RolledBack(checkpoint.number, report))  # type: ignore[attr-defined]
         return restore_message(report, f"before instruction {checkpoint.number} (“{first}”)")
 
     def forget_saved_files(self) -> None:

@@ -21,7 +21,7 @@ from oi_kernel.core import codeblocks, dialects, examples, prompts
 from oi_kernel.core import drafts as checks
 from oi_kernel.core.consensus import Tally, code_key, sampling_plan
 from oi_kernel.core.conversation import Conversation
-from oi_kernel.core.events import EventSink, Notice
+from oi_kernel.core.events import DraftSetAside, DraftsSampled, EventSink, Notice
 from oi_kernel.core.model import Model
 from oi_kernel.core.output_text import outputs_to_text
 from oi_kernel.core.types import CodeBlock, Reply, Turn
@@ -30,7 +30,6 @@ from oi_kernel.languages import normalize_language
 
 REDRAW_TEMPERATURE = 0.5  # a new draft after one was set aside: near the greedy answer
 MIN_SAMPLES = 4  # fewer samples than this seldom change the choice (benchmarks/SMALL_MODEL.md)
-Log = Callable[..., None]
 Sampler = Callable[[dict[str, Any]], Awaitable[Reply]]
 
 
@@ -69,15 +68,15 @@ class ModelPolicy:
         return None
 
     async def consensus(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
-                        sample: Sampler, conversation: Conversation, emit: EventSink,
-                        log: Log) -> tuple[Reply, list[CodeBlock]]:
+                        sample: Sampler, conversation: Conversation,
+                        emit: EventSink) -> tuple[Reply, list[CodeBlock]]:
         """The reply and blocks to go on with, after comparing the reply with more samples
         of the same request (``sample`` draws one)."""
         return reply, blocks
 
     def review_drafts(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
-                      drafts: list[Draft], conversation: Conversation, emit: EventSink,
-                      log: Log) -> list[CodeBlock]:
+                      drafts: list[Draft], conversation: Conversation,
+                      emit: EventSink) -> list[CodeBlock]:
         """The blocks to propose; [] asks the model again."""
         return blocks
 
@@ -127,8 +126,8 @@ class SmallModelPolicy(ModelPolicy):
         return {"temperature": REDRAW_TEMPERATURE, "seed": redraw} if redraw else None
 
     def review_drafts(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
-                      drafts: list[Draft], conversation: Conversation, emit: EventSink,
-                      log: Log) -> list[CodeBlock]:
+                      drafts: list[Draft], conversation: Conversation,
+                      emit: EventSink) -> list[CodeBlock]:
         """Python code is checked before anyone is asked to approve it (``drafts.problems``).
         A draft with visible mistakes is set aside ([] returned: ask again) while redraws
         and LLM calls remain; after the last one, the draft with the fewest mistakes (the
@@ -145,8 +144,7 @@ class SmallModelPolicy(ModelPolicy):
         if not found:
             return blocks
         drafts.append(Draft(found, reply.text, blocks))
-        log("draft_set_aside", turn=turn.index, step=call,
-            code="\n\n".join(b.code for b in blocks), problems=found)
+        emit(DraftSetAside(turn.index, call, "\n\n".join(b.code for b in blocks), found))
         if len(drafts) <= redraws and call < self.step_limit():
             conversation.drop_last()  # the draft's assistant message: the model tries afresh
             emit(Notice(f"Draft {len(drafts)} set aside: {'; '.join(found)}. Asking the "
@@ -160,8 +158,8 @@ class SmallModelPolicy(ModelPolicy):
         return best.blocks
 
     async def consensus(self, turn: Turn, call: int, reply: Reply, blocks: list[CodeBlock],
-                        sample: Sampler, conversation: Conversation, emit: EventSink,
-                        log: Log) -> tuple[Reply, list[CodeBlock]]:
+                        sample: Sampler, conversation: Conversation,
+                        emit: EventSink) -> tuple[Reply, list[CodeBlock]]:
         """Self-consistency (``core.consensus``): up to ``small_model_samples`` more drafts
         of the same request, and the Python code most drafts without visible mistakes agree
         on goes on (the first, greedy, one among equals). A draft repeating code that
@@ -175,8 +173,8 @@ class SmallModelPolicy(ModelPolicy):
             return reply, blocks
         budget = self.settings.small_model_sample_seconds
         if reply.latency_s > 0 and budget / reply.latency_s < MIN_SAMPLES:
-            log("draft_samples_skipped", turn=turn.index, step=call,
-                reply_s=round(reply.latency_s, 3), budget_s=budget)
+            emit(DraftsSampled(turn.index, call, {"reply_s": round(reply.latency_s, 3),
+                                                  "budget_s": budget}, "skipped"))
             return reply, blocks
         known = self._known_names()
         failed = {code_key([s.block]) for s in turn.steps
@@ -203,17 +201,18 @@ class SmallModelPolicy(ModelPolicy):
             try:
                 text = (await sample(params)).text
             except LLMError as exc:
-                log("draft_samples_error", turn=turn.index, step=call, error=str(exc))
+                emit(DraftsSampled(turn.index, call, {"error": str(exc)}, "error"))
                 break
             found = codeblocks.extract_code_blocks(text)
             if not found and (bare := dialects.bare_code(text)):
                 found = [bare]
             tally.add(text, found, problems(found))
         best = tally.winner()
-        log("draft_samples", turn=turn.index, step=call, drawn=tally.drawn,
-            seconds=round(time.monotonic() - started, 3), chosen=tally.candidates.index(best),
-            drafts=[{"code": "\n\n".join(b.code for b in c.blocks), "votes": c.votes,
-                     "problems": c.problems} for c in tally.candidates])
+        emit(DraftsSampled(turn.index, call, {
+            "drawn": tally.drawn, "seconds": round(time.monotonic() - started, 3),
+            "chosen": tally.candidates.index(best),
+            "drafts": [{"code": "\n\n".join(b.code for b in c.blocks), "votes": c.votes,
+                        "problems": c.problems} for c in tally.candidates]}))
         if best.problems:
             which = ("the first draft" if best is tally.candidates[0]
                      else f"the code {tally.summary()} agree on")

@@ -1,12 +1,12 @@
 """What happens to one proposed block: risk review, the decision (asked or automatic),
-the run with its timeout, and the feedback the model reads, each recorded in the session
-log. ``StepRunner`` is the engine's base: it holds the seams (executor, approver), the
-LLM and the session's secrets; ``Engine`` adds the conversation and the turn loop."""
+the run with its timeout, and the feedback the model reads, each reported as an event
+(which the session log records). ``StepRunner`` is the engine's base: it holds the seams
+(executor, approver), the LLM and the session's secrets; ``Engine`` adds the conversation
+and the turn loop."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
@@ -15,13 +15,21 @@ from traitlets import Instance
 
 from oi_kernel.core import changes, four_eyes, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
-from oi_kernel.core.events import CodeProposed, Decided, EventSink, Notice, StepDone
+from oi_kernel.core.events import (
+    CodeProposed,
+    Decided,
+    Event,
+    EventSink,
+    Notice,
+    StepDone,
+    StepReviewed,
+)
 from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import ModelPolicy, policy_for
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
-from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn, code_hash
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn
 from oi_kernel.languages import available_languages, normalize_language
 from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, character_flags, format_flags, review
@@ -42,7 +50,8 @@ class StepRunner(Rollback):
         llm: Model
     else:  # a trait (configurable, observable); what it holds is a Model (core.model)
         llm = Instance(object, help="The model (``oi_kernel.llm.client.LLM`` or any Model).")
-    log_sink = Instance(object, allow_none=True, help="A SessionLog (or None).")
+    recorder = Instance(object, allow_none=True,
+                        help="Records events: the session log's ``LogWriter`` (or None).")
 
     def __init__(self, executor: Executor, approver: Approver, *, llm: Model, **kwargs: Any) -> None:
         super().__init__(llm=llm, **kwargs)
@@ -76,13 +85,22 @@ class StepRunner(Rollback):
         return self.policy.step_limit()
 
     # ------------------------------------------------------------ helpers
-    def log_event(self, event: str, **fields: Any) -> None:
-        """Record an event in the session log; a failing log never breaks a turn."""
-        if self.log_sink is not None:
+    def publish(self, event: Event) -> None:
+        """Record an event (the session log); a failing log never breaks a turn."""
+        if self.recorder is not None:
             try:
-                self.log_sink.write(event, **fields)
+                self.recorder(event)
             except Exception:
                 self.log.exception("session log write failed")
+
+    def tee(self, emit: EventSink) -> EventSink:
+        """A turn's sink: each event is recorded, then goes on to the front door."""
+
+        def out(event: Event) -> None:
+            self.publish(event)
+            emit(event)
+
+        return out
 
     def offered_languages(self) -> list[str]:
         """The available languages, limited to ``languages`` when that is set."""
@@ -111,14 +129,7 @@ class StepRunner(Rollback):
                                   tool=spec.label if spec else "",
                                   author=self.author or identity.person())
         self.four_eyes_for(request)
-        self.log_event("code_proposed", turn=turn.index, step=record.index,
-                       language=block.language, code=block.code, sha256=code_hash(block.code),
-                       flags=[dataclasses.asdict(f) for f in flags],
-                       **({"recognised_as_code": True} if block.bare else {}),
-                       **({"untrusted": [{"step": u["step"], "source": u["source"],
-                                          "kind": u["kind"]} for u in followed]}
-                          if followed else {}),
-                       **tool_fields(spec))
+        emit(StepReviewed(turn.index, record.index, block, flags, followed, spec))
         if spec is None and (language is None or language not in self.offered_languages()):
             record.status = "refused"
             record.feedback = (f"Language '{block.language}' is not available here. Use one of: "
@@ -136,13 +147,7 @@ class StepRunner(Rollback):
         decision = await self._decide(request, run_all)
         record.decision = decision
         ran = decision.action == "run"
-        self.log_event("decision", turn=turn.index, step=record.index, action=decision.label,
-                       code=decision.code if ran else "",
-                       sha256=code_hash(decision.code) if ran else "",
-                       reason=decision.reason, by=decision.by, **tool_fields(spec),
-                       **({"four_eyes": request.four_eyes, "author": request.author}
-                          if request.four_eyes else {}))
-        emit(Decided(record))
+        emit(Decided(record, turn.index, request, spec))
         if not ran:
             record.status = "stopped" if decision.action == "stop" else "skipped"
             why = f" Reason: {decision.reason}" if decision.reason else ""
@@ -159,7 +164,6 @@ class StepRunner(Rollback):
             if problem:
                 emit(Notice(problem, "warning"))
         await self._execute(turn, record, ran_block, format_flags(flags), emit, spec)
-        emit(StepDone(record))
         return run_all or decision.run_all, False
 
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
@@ -211,7 +215,8 @@ class StepRunner(Rollback):
             record.status = "interrupted"
             record.duration_s = time.monotonic() - started
             record.feedback = prompts.step_feedback("interrupted", "")
-            self._log_execution(turn, record, block, spec)
+            # recorded only: the front door is being stopped and shows no result
+            self.publish(StepDone(record, turn.index, block, spec))
             raise
         if tracked and (result is None or result.status != "died"):
             record.changes = await self.track_end()
@@ -221,7 +226,7 @@ class StepRunner(Rollback):
             record.feedback = _with_changes(prompts.step_feedback(
                 "timeout", timeout_feedback(self.step_timeout), flags), record)
             emit(Notice(timeout_notice(self.step_timeout), "warning"))
-            self._log_execution(turn, record, block, spec)
+            emit(StepDone(record, turn.index, block, spec))
             return
         record.status = result.status
         record.outputs = result.outputs
@@ -238,7 +243,7 @@ class StepRunner(Rollback):
             record.feedback = _with_changes(prompts.step_feedback(
                 result.status, text, flags, block.code, policy.small, outside, self.fence),
                 record)
-        self._log_execution(turn, record, block, spec)
+        emit(StepDone(record, turn.index, block, spec))
 
     def _outside(self, turn: Turn, record: StepRecord, block: CodeBlock,
                  spec: ToolSpec | None, result: ExecResult, text: str) -> str:
@@ -296,31 +301,6 @@ class StepRunner(Rollback):
             raise
         finally:
             timer.cancel()
-
-    def _log_execution(self, turn: Turn, record: StepRecord, block: CodeBlock,
-                       spec: ToolSpec | None = None) -> None:
-        self.log_event(
-            "execution",
-            turn=turn.index,
-            step=record.index,
-            language=block.language,
-            code=block.code,
-            sha256=code_hash(block.code),
-            status=record.status,
-            outputs=record.outputs,
-            duration_s=round(record.duration_s, 4),
-            feedback=record.feedback,
-            changes=record.changes,
-            **tool_fields(spec),
-        )
-
-
-def tool_fields(spec: ToolSpec | None) -> dict[str, Any]:
-    """The log fields of a tool step (none for code)."""
-    if spec is None:
-        return {}
-    return {"tool": spec.name, "tool_kind": spec.kind, "server": spec.server,
-            "server_tool": spec.tool}
 
 
 def tool_flags(spec: ToolSpec | None) -> list[Flag]:

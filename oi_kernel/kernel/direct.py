@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from oi_kernel.core.events import DirectRun, Event
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.errors import ChildDiedError
 from oi_kernel.execution.runner import Execution
@@ -35,7 +36,7 @@ class DirectCells:
     _early_seen: str | None
     _allow_stdin: bool
     _last_payload: list[dict[str, Any]]
-    _log_queue: list[tuple[str, Callable[[], dict[str, Any]]]]
+    _log_queue: list[Callable[[], Event]]
     _log_failure: str
     _log_oldest = 0.0  # when the oldest queued record was queued (monotonic)
     _last_reply = 0.0  # when the latest cell replied (monotonic)
@@ -90,13 +91,9 @@ class DirectCells:
             self._last_payload = self.oi.runner.last_payload
         _ = self.oi.log  # opened now: a log that cannot be opened fails this cell
         duration = round(time.monotonic() - started, 4)
-        self._log_later("direct", lambda: {
-            "kind": kind,
-            "code": code,
-            "status": result.status,
-            "outputs": run.collector.outputs if run is not None else [],
-            "duration_s": duration,
-        })
+        self._log_later(lambda: DirectRun(
+            kind, code, result.status, run.collector.outputs if run is not None else [],
+            duration))
         if result.status == "died":
             raise ChildDiedError(result.message)
         if result.status == "ok" and self._last_payload:  # e.g. the pager for `print?`
@@ -127,8 +124,8 @@ class DirectCells:
         return self.oi.runner.start(code, msg_id=msg_id, allow_stdin=self._allow_stdin)
 
     # ------------------------------------------------------------------ the log, when idle
-    def _log_later(self, event: str, fields: Callable[[], dict[str, Any]]) -> None:
-        """Queue a session-log event; ``fields`` is called when it is written, once the
+    def _log_later(self, event: Callable[[], Event]) -> None:
+        """Queue a session-log event; ``event`` makes it when it is written, once the
         kernel is idle (``_log_when_idle``): decoding, redacting and encoding a large
         output took tens of ms before the reply, and written at the next request (Run All
         sends them back to back) it delayed that request. Records keep their order: a
@@ -136,7 +133,7 @@ class DirectCells:
         queued, a direct cell queues behind it; the shutdown writes the rest."""
         if not self._log_queue:
             self._log_oldest = time.monotonic()
-        self._log_queue.append((event, fields))
+        self._log_queue.append(event)
 
     def _log_when_idle(self) -> None:
         """A cell replied: write the queued records after ``LOG_DELAY_S`` without a
@@ -163,9 +160,9 @@ class DirectCells:
 
     def _flush_log(self) -> None:
         queue, self._log_queue = self._log_queue, []
-        for event, fields in queue:
+        for event in queue:
             try:
-                self.oi.log_event(event, **fields())
+                self.oi.publish(event())
             except Exception as exc:  # the cell has replied: say so in the next one
                 self.log.error("session log write failed: %s", exc)
                 self._log_failure = str(exc)

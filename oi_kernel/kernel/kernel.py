@@ -141,7 +141,7 @@ class OIKernel(DirectCells, Kernel):
         self._allow_stdin = False
         self._task: asyncio.Task[Any] | None = None
         self._instructions: list[tuple[int, str]] = []
-        self._log_queue: list[tuple[str, Callable[[], dict[str, Any]]]] = []
+        self._log_queue: list[Callable[[], Any]] = []
         self._log_failure = ""
         self._early: Execution | None = None  # a direct cell started by set_parent
         self._early_seen: str | None = None  # the msg_id of the latest execute_request

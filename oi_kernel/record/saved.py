@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from oi_kernel.core.conversation import check_messages, check_turn_starts
+from oi_kernel.core.events import ConversationLoaded, ConversationSaved
 from oi_kernel.core.types import CodeBlock, ToolCall, code_hash
 from oi_kernel.errors import OIError
 
@@ -216,7 +217,7 @@ def save(engine: Any, path: str | Path, force: bool = False) -> SavedConversatio
         tmp.unlink(missing_ok=True)
         raise ConversationFileError(f"Could not write {target}: {exc}") from exc
     saved.path = target
-    engine.log_event("conversation_saved", path=str(target), turns=saved.turns)
+    engine.publish(ConversationSaved(str(target), saved.turns))
     return saved
 
 
@@ -247,9 +248,7 @@ def load(engine: Any, path: str | Path) -> SavedConversation:
         for s in saved.steps
         if s.get("key")
     }
-    engine.log_event(
-        "conversation_loaded", path=str(saved.path), turns=saved.turns, messages=len(saved.messages)
-    )
+    engine.publish(ConversationLoaded(str(saved.path), saved.turns, len(saved.messages)))
     return saved
 
 

@@ -26,8 +26,10 @@ from typing import Any, Literal
 from oi_kernel import config
 from oi_kernel._version import __version__
 from oi_kernel.core.engine import Engine
+from oi_kernel.core.events import ChildRestarted, Event
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.errors import OIError
+from oi_kernel.record.log_writer import LogWriter
 from oi_kernel.safety.redact import SecretSet
 
 Kind = Literal["kernel", "headless", "magic", "api", "replay", "acp"]
@@ -110,23 +112,24 @@ class Session:
                 fields["headless"] = True
             log.write("session_start", **fields)
             self._log = log
-            self.engine.log_sink = log
+            self.engine.recorder = LogWriter(log)
         return self._log
 
     @property
     def log_path(self) -> Path | None:
         return self._log.path if self._log is not None else None
 
-    def log_event(self, event: str, **fields: Any) -> None:
-        """Record an event, opening the log when needed (nothing when logging is off)."""
-        log = self.log
-        if log is not None:
-            log.write(event, **fields)
+    def publish(self, event: Event) -> None:
+        """Record an event of the session (not of a turn: those go through the engine's
+        ``recorder``), opening the log when needed (nothing when logging is off). Raises
+        when the log cannot be written."""
+        if self.log is not None:
+            self.engine.recorder(event)
 
     def close(self) -> None:
         """Write session_end and close the log (the child is the front door's to stop)."""
         log, self._log = self._log, None
-        self.engine.log_sink = None
+        self.engine.recorder = None
         self.engine.forget_saved_files()
         if log is not None and not log.closed:
             try:
@@ -137,7 +140,7 @@ class Session:
     # ------------------------------------------------------------ the child kernel
     def child_restarted(self, reason: str = "the previous child kernel died") -> None:
         """The runner started a new child: record it and tell the user."""
-        self.log_event("child_restart", reason=reason)
+        self.publish(ChildRestarted(reason))
         self.notify(RESTART_NOTICE)
 
     async def restart_child(self, reason: str, *, wait: bool = False, **fields: Any) -> None:
@@ -148,7 +151,7 @@ class Session:
             raise OIError("Code runs in this IPython kernel here: there is no Python kernel of "
                           "ours to restart. Use IPython's own restart.")
         await self.child.shutdown()
-        self.log_event("child_restart", reason=reason, **fields)
+        self.publish(ChildRestarted(reason, fields))
         starting = self.child.start_soon()
         if wait:
             await starting

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oi_kernel import config
+from oi_kernel.core.events import ProfileApplied
 from oi_kernel.errors import PolicyError
 from oi_kernel.session.profiles import (
     _MISSING,
@@ -138,13 +139,12 @@ def apply(
         result.notes.append(gateway_note)
     state.profile, state.selected_by, state.error = profile, selected_by, ""
     _compose_instructions(engine, state)
-    engine.log_event(
-        "profile",
+    engine.publish(ProfileApplied(
         name=profile.name if profile else None,
         path=str(profile.path) if profile and profile.path else None,
         selected_by=selected_by,
         settings=settings,
-    )
+    ))
     return result
 
 

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from oi_kernel import config
+from oi_kernel.core.events import ToolsOffered
 from oi_kernel.core.tools import CALL, FIND, ToolSpec
 from oi_kernel.core.types import CodeBlock
 from oi_kernel.errors import ConfigError, OIError
@@ -275,7 +276,7 @@ async def offer_functions(session: Any, names: list[str]) -> list[str]:
         tool.tokens = len(json.dumps(tool.definition())) // 3 + 8
         session.engine.toolbox.functions[name] = tool
         lines.append(f"- `{name}({', '.join(spec['parameters']['properties'])})`: offered")
-    session.log_event("tools_offered", functions=sorted(session.engine.toolbox.functions))
+    session.publish(ToolsOffered(sorted(session.engine.toolbox.functions)))
     return lines
 
 
