@@ -348,23 +348,24 @@ def test_plain_json_check_agrees_with_its_definition(data: object) -> None:
 
 
 @pytest.mark.kernel
-def test_litellm_scans_no_base64_for_its_unused_log_only_in_our_process() -> None:
+def test_our_process_skips_litellm_work_that_grows_with_the_session() -> None:
     """In the kernel's process litellm's logging payload is not scanned for base64 images
-    (nobody reads it; the scan walked the whole conversation twice per reply); a user's
-    process keeps litellm's setting."""
+    (nobody reads it; the scan walked the whole conversation twice per reply) and the
+    import's objects are frozen out of full garbage collections; a user's process keeps
+    litellm's setting and its garbage collector as they were."""
     code = (
         "from oi_kernel.llm import boundary\n"
-        "import sys\n"
+        "import gc, sys\n"
         "if sys.argv[1] == 'own':\n"
         "    boundary.own_process()\n"
         "boundary.load()\n"
         "from litellm.litellm_core_utils import logging_utils\n"
-        "print(logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING)\n"
+        "print(logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING, gc.get_freeze_count() > 10_000)\n"
     )
     seen = [subprocess.run([sys.executable, "-c", code, who], capture_output=True, text=True,
-                           timeout=120, check=True).stdout.split()[-1]
+                           timeout=120, check=True).stdout.split()[-2:]
             for who in ("own", "user")]
-    assert seen == ["0", "64"]
+    assert seen == [["0", "True"], ["64", "False"]]
 
 
 def test_cut_stream_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
