@@ -122,5 +122,9 @@ def test_failed_servers_are_told_once_with_their_stderr_without_waiting(_server,
     told = next(t for t in texts if "boom:" in t)
     assert "MCP server 'exits' failed to start" in told and "Its last stderr lines:" in told
     assert "'hung' is still starting" in first or "'exits', 'hung' are still starting" in first
-    assert max(took) < 2.0 + 3.5, took  # the model answers at once: ~2 s wait at most,
-    # and the three LLM calls of the last instruction did not wait 2 s each
+    # the model answers at once: an instruction waits ~2 s at most for servers, never for the
+    # hung one's 30 s connect timeout (the first instructions also pay first-use costs, which a
+    # loaded machine stretches: 6 s seen at load 14) ...
+    assert max(took[:-1]) < 15, took
+    # ... and the three LLM calls of the last instruction did not wait 2 s each (>= 6 s)
+    assert took[-1] < 2.0 + 3.5, took
