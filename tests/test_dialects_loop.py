@@ -21,6 +21,7 @@ import pytest
 from oi_kernel.core import events as E
 from oi_kernel.core.engine import Engine
 from oi_kernel.core.executor import ExecResult
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext
 from oi_kernel.core.types import CodeBlock, Decision
 from oi_kernel.llm.client import LLM
 from tests import llm_server as S
@@ -42,7 +43,7 @@ class Recorder:
     async def namespace_summary(self) -> str:
         return ""
 
-    async def run(self, block: CodeBlock) -> ExecResult:
+    async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
         self.blocks.append(block)
         text = f"ran {len(self.blocks)}\n"
         return ExecResult("ok", [{"output_type": "stream", "name": "stdout", "text": text}])

@@ -15,6 +15,7 @@ import pytest
 from oi_kernel.core.engine import Engine
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.model import Model
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext
 from oi_kernel.core.types import CodeBlock, Reply, ToolCall
 from oi_kernel.llm.client import LLM
 from oi_kernel.llm.recorded import RecordedLLM
@@ -137,7 +138,7 @@ class _Recorder:
     async def namespace_summary(self) -> str:
         return ""
 
-    async def run(self, block: CodeBlock) -> ExecResult:
+    async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
         self.ran.append(block)
         return ExecResult("ok", [{"output_type": "stream", "name": "stdout", "text": "6\n"}])
 

@@ -22,6 +22,7 @@ from oi_kernel.core import examples, prompts
 from oi_kernel.core.engine import Engine
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.small_model import SmallModelPolicy
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext
 from oi_kernel.core.types import CodeBlock, StepRecord, Turn
 from oi_kernel.llm.client import LLM
 from tests.fake_model import FakeModel
@@ -191,7 +192,7 @@ class _Executor:
     async def namespace_summary(self) -> str:
         return ""
 
-    async def run(self, block: CodeBlock) -> ExecResult:
+    async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
         self.ran.append(block.code)
         return self.results.pop(0)
 

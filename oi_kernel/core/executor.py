@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision
 
 ExecStatus = Literal["ok", "error", "interrupted", "died"]
@@ -39,8 +40,9 @@ class Executor(Protocol):
         """The working directory the code runs in (for the system prompt)."""
         ...
 
-    async def run(self, block: CodeBlock) -> ExecResult:
-        """Run one approved block; cancellation interrupts it."""
+    async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
+        """Run one approved block; cancellation interrupts it. ``context`` is the request
+        the turn answers (``core.turn_context``): its output belongs there."""
         ...
 
     async def namespace_summary(self) -> str:

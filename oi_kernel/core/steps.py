@@ -29,6 +29,7 @@ from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import ModelPolicy, policy_for
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of, with_context
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn
 from oi_kernel.languages import available_languages, normalize_language
 from oi_kernel.safety.redact import SecretSet
@@ -94,13 +95,14 @@ class StepRunner(Rollback):
                 self.log.exception("session log write failed")
 
     def tee(self, emit: EventSink) -> EventSink:
-        """A turn's sink: each event is recorded, then goes on to the front door."""
+        """A turn's sink: each event is recorded, then goes on to the front door (with the
+        context the front door's sink carries)."""
 
         def out(event: Event) -> None:
             self.publish(event)
             emit(event)
 
-        return out
+        return with_context(out, context_of(emit))
 
     def offered_languages(self) -> list[str]:
         """The available languages, limited to ``languages`` when that is set."""
@@ -210,7 +212,7 @@ class StepRunner(Rollback):
         tracked = False if block.tool else await self.track_begin(block.language)
         started = time.monotonic()
         try:
-            result = await self._run_with_timeout(block)
+            result = await self._run_with_timeout(block, context_of(emit))
         except asyncio.CancelledError:
             record.status = "interrupted"
             record.duration_s = time.monotonic() - started
@@ -273,7 +275,9 @@ class StepRunner(Rollback):
         for entry in turn.untrusted:
             entry["read"] = True
 
-    async def _run_with_timeout(self, block: CodeBlock) -> ExecResult | None:
+    async def _run_with_timeout(
+        self, block: CodeBlock, context: TurnContext = NO_CONTEXT
+    ) -> ExecResult | None:
         """The executor's result, or None when ``step_timeout`` expired first.
 
         On expiry the run is cancelled, which the executor turns into an interrupt
@@ -281,7 +285,7 @@ class StepRunner(Rollback):
         outside (the user's interrupt) still propagates.
         """
         run = (self.toolbox.run(block, self.step_timeout or self.tool_settings.call_timeout)
-               if block.tool else self.executor.run(block))
+               if block.tool else self.executor.run(block, context=context))
         if not self.step_timeout:
             return await run
         task = asyncio.ensure_future(run)

@@ -25,6 +25,7 @@ from typing import Any
 
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.outputs import OUTPUT_TYPES, OutputCollector
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext
 from oi_kernel.core.types import CodeBlock
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
@@ -56,14 +57,11 @@ class ChildRunner:
         on_restart: Callable[[], None] | None = None,
         forward: Callable[[dict[str, Any]], None] | None = None,
         timeout: float | None = None,
-        request: Callable[[], tuple[str | None, bool]] | None = None,
     ) -> None:
         self.child = child
         self.timeout = timeout  # seconds one block may run (``run``); None: no limit
         self.on_restart = on_restart
         self.forward = forward
-        # for ``run``: the msg_id to reuse and whether stdin may be asked (the kernel's cell)
-        self.request = request or (lambda: (None, False))
         self.last_payload: list[dict[str, Any]] = []  # of the latest execute_reply
         self._collectors: dict[str, OutputCollector] = {}
         # the front door shows a step's error itself (compactly): ``run`` holds the child's
@@ -122,10 +120,12 @@ class ChildRunner:
         asks the child itself when the step failed or was stopped."""
         self._carry_end, self._ended = dict(kwargs), None
 
-    async def run(self, block: CodeBlock) -> ExecResult:
-        """The ``Executor`` seam: run one approved block (other languages via cell magics)."""
+    async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
+        """The ``Executor`` seam: run one approved block (other languages via cell magics).
+        The request reuses the msg_id of the request the turn answers (``context``), so its
+        output goes to that cell, and may ask for input when that request may."""
         source = as_ipython_cell(block.language, block.code)
-        msg_id, allow_stdin = self.request()
+        msg_id, allow_stdin = context.parent_id, context.allow_stdin
         if not self.hold_errors:
             return await self.run_code(
                 source, msg_id=msg_id, allow_stdin=allow_stdin, timeout=self.timeout

@@ -30,6 +30,7 @@ from typing import Any
 
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.outputs import OUTPUT_TYPES, OutputCollector
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext
 from oi_kernel.core.types import CodeBlock
 from oi_kernel.languages import as_ipython_cell
 
@@ -215,22 +216,22 @@ class ShellExecutor:
 
     sandboxed = False  # the user's own process: never confined
 
-    def __init__(
-        self, shell: Any, guard: InterruptGuard, parent_id: Callable[[], str | None]
-    ) -> None:
+    def __init__(self, shell: Any, guard: InterruptGuard) -> None:
         self.shell = shell
         self.guard = guard
-        self.parent_id = parent_id  # the msg_id of the request running now (None: terminal)
 
     @property
     def cwd(self) -> str:
         """The shell's working directory now (user code may change it)."""
         return os.getcwd()
 
-    async def run(self, block: CodeBlock) -> ExecResult:
+    async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
+        """Run the block as a nested cell; its output is captured from the messages sent for
+        the request the turn answers (``context.parent_id``; None, in a terminal: from
+        stdout and stderr)."""
         cell = as_ipython_cell(block.language, block.code)
         collector = OutputCollector()
-        with self._capture(collector):
+        with self._capture(collector, context.parent_id):
             result = await self._run_cell(cell)
         if self.guard.interrupted:  # Ctrl-C stops the instruction, not just this step
             raise asyncio.CancelledError
@@ -261,9 +262,8 @@ class ShellExecutor:
         return result
 
     @contextlib.contextmanager
-    def _capture(self, collector: OutputCollector) -> Iterator[None]:
+    def _capture(self, collector: OutputCollector, parent_id: str | None) -> Iterator[None]:
         kernel = getattr(self.shell, "kernel", None)
-        parent_id = self.parent_id()
         if kernel is None or parent_id is None:
             with tee_std_streams(collector):
                 yield

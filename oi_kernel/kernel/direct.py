@@ -18,6 +18,7 @@ from typing import Any
 
 from oi_kernel.core.events import DirectRun, Event
 from oi_kernel.core.executor import ExecResult
+from oi_kernel.core.turn_context import TurnContext
 from oi_kernel.errors import ChildDiedError
 from oi_kernel.execution.runner import Execution
 
@@ -32,9 +33,9 @@ class DirectCells:
     oi: Any
     proxy: Any
     execution_count: int
+    _parent_msg: dict[str, Any]
     _early: Execution | None
     _early_seen: str | None
-    _allow_stdin: bool
     _last_payload: list[dict[str, Any]]
     _log_queue: list[Callable[[], Event]]
     _log_failure: str
@@ -71,10 +72,19 @@ class DirectCells:
         code = str(content.get("code", "")).lstrip()
         if not code.startswith("%%python") or not header.get("msg_id") or not self.oi.runner.ready:
             return None
-        self.proxy.route(header["msg_id"], parent)
+        context = self._cell_context(parent)
         body = code.split("\n", 1)[1] if "\n" in code else ""
-        allow_stdin = bool(content.get("allow_stdin"))
-        return self.oi.runner.start(body, msg_id=header["msg_id"], allow_stdin=allow_stdin)
+        return self.oi.runner.start(body, msg_id=context.parent_id,
+                                    allow_stdin=context.allow_stdin)
+
+    def _cell_context(self, parent: dict[str, Any]) -> TurnContext:
+        """The context of the cell of ``parent`` (an execute request): its msg_id, to which
+        the child's output is routed back, and whether it may ask for input."""
+        context = TurnContext((parent.get("header") or {}).get("msg_id") or None,
+                              bool((parent.get("content") or {}).get("allow_stdin")))
+        if context.parent_id:
+            self.proxy.route(context.parent_id, parent)
+        return context
 
     async def run_direct(self, kind: str, code: str) -> dict[str, Any] | None:
         """A cell that bypasses the LLM: run it in the child as is. Its record, outputs
@@ -114,14 +124,15 @@ class DirectCells:
         """The cell's execution in the child: the one ``set_parent`` started, or a new
         one. Its request reuses the cell's msg_id, so widgets' Output capture and
         echo_update work for widgets that user code creates in the child."""
-        msg_id, _ = self._child_request_id()
+        context = self._cell_context(self._parent_msg)
         early, self._early = self._early, None
-        if early is not None and early.msg_id == msg_id:
+        if early is not None and early.msg_id == context.parent_id:
             return early
         if early is not None:
             self.oi.runner.discard(early)
         await self.oi.runner.prepare()
-        return self.oi.runner.start(code, msg_id=msg_id, allow_stdin=self._allow_stdin)
+        return self.oi.runner.start(code, msg_id=context.parent_id,
+                                    allow_stdin=context.allow_stdin)
 
     # ------------------------------------------------------------------ the log, when idle
     def _log_later(self, event: Callable[[], Event]) -> None:

@@ -24,6 +24,7 @@ from oi_kernel import _version, config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
 from oi_kernel.core import identity
+from oi_kernel.core.turn_context import with_context
 from oi_kernel.errors import OIError
 from oi_kernel.execution.runner import Execution
 from oi_kernel.kernel import cells
@@ -118,8 +119,7 @@ class OIKernel(DirectCells, Kernel):
             self.publish, self._use_widgets,
             fallback=StdinApprover(self.ask_stdin, lambda: self._allow_stdin),
         )
-        self.oi = build_session(kernel_kind(), approver=approver, parent=self,
-                                runner_options={"request": self._child_request_id})
+        self.oi = build_session(kernel_kind(), approver=approver, parent=self)
         self.oi.notify = self._notify
         self.oi.display = self.display
         self.engine = self.oi.engine
@@ -336,17 +336,10 @@ class OIKernel(DirectCells, Kernel):
                         live=live_display(self.oi.display, self._widget_frontend or widgets),
                         pieces=self._allow_stdin, compact_errors=True)
         cell_id = self._parent_msg.get("metadata", {}).get("cellId")
-        return self.frontend.watch(view, cell_id)
+        return with_context(self.frontend.watch(view, cell_id), self._cell_context(self._parent_msg))
 
     async def run_instruction(self, instruction: str) -> None:
         await self.engine.run_turn(instruction, self._event_sink())
-
-    def _child_request_id(self) -> tuple[str | None, bool]:
-        """The cell's msg_id (routed back to the cell) and whether stdin may be asked."""
-        msg_id = self._parent_msg.get("header", {}).get("msg_id") or None
-        if msg_id:
-            self.proxy.route(msg_id, self._parent_msg)
-        return msg_id, self._allow_stdin
 
     # ------------------------------------------------------------------ stdin
     async def ask_stdin(self, prompt: str, password: bool = False) -> str:

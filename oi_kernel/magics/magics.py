@@ -36,6 +36,7 @@ from oi_kernel import config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
 from oi_kernel.core import four_eyes
+from oi_kernel.core.turn_context import TurnContext, with_context
 from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
@@ -108,9 +109,7 @@ class OIMagics(Magics):
                 self._ask, lambda: self.frontend is not None and self.frontend.has_stdin()
             ),
         )
-        executor = ShellExecutor(
-            shell, self.guard, lambda: self.frontend and self.frontend.parent_id
-        )
+        executor = ShellExecutor(shell, self.guard)
         self.oi = build_session("magic", approver=approver, executor=executor, parent=self)
         self.oi.notify = lambda text: _say(text)
         self.oi.display = self.display
@@ -148,7 +147,8 @@ class OIMagics(Magics):
         return KernelFrontend(kernel, widgets=self.approval_ui != "stdin")
 
     def _view(self, frontend: KernelFrontend | TerminalFrontend) -> Any:
-        """Where a turn's events go in the current cell."""
+        """Where a turn's events go in the current cell (carrying its request, whose output
+        the executor captures)."""
         # The card, or the stdin prompt, shows a block that needs approval.
         view: Any = TurnView(frontend.publish,
                              shows_code=not (frontend.widgets or frontend.has_stdin()),
@@ -156,7 +156,7 @@ class OIMagics(Magics):
                              pieces=frontend.has_stdin())
         if self.comms is not None and isinstance(frontend, KernelFrontend):
             view = self.comms.watch(view, frontend.cell_id)
-        return view
+        return with_context(view, TurnContext(frontend.parent_id, frontend.has_stdin()))
 
     def close(self) -> None:
         """Forget the session (the extension is being unloaded)."""

@@ -252,7 +252,7 @@ def build_session(
 
     ``parent`` is the configurable whose config applies (the kernel, the magics).
     Without ``executor`` the code runs in a child kernel (``child_options`` for
-    ``ChildKernel``, ``runner_options`` for ``ChildRunner``: ``forward``, ``request``).
+    ``ChildKernel``, ``runner_options`` for ``ChildRunner``: ``forward``, ``timeout``).
     ``policy`` replaces the administrator's policy files (tests). Options that would
     lower the policy raise ``PolicyError``.
     """
