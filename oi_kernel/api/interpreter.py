@@ -289,7 +289,7 @@ class Interpreter:
     def checkpoints(self) -> list[Checkpoint]:
         """The checkpoints kept (one before each instruction that ran code), oldest first;
         ``restore(cp.number)`` goes back to one."""
-        return list(self.engine.checkpoints)
+        return list(self.engine.rollback.checkpoints)
 
     def undo(self, n: int = 1) -> str:
         """Forget the last ``n`` instructions and roll back what their code did (variables

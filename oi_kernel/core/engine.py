@@ -103,24 +103,24 @@ class Engine(StepRunner):
         them that ran code. Returns (the instructions, what the rollback did, "" if none)."""
         starts = len(self.conversation.turn_starts)
         cut = max(0, starts - n)
-        targets = [c for c in self.checkpoints if cut <= c.conversation_index < starts
+        targets = [c for c in self.rollback.checkpoints if cut <= c.conversation_index < starts
                    and self.conversation.instruction(c.conversation_index).startswith(
                        c.instruction)]  # still the same conversation (not reset or loaded)
         removed = self.undo(n)
         if not targets:
             return removed, ""
-        return removed, await self.rollback_to(min(targets, key=lambda c: c.number))
+        return removed, await self.rollback.rollback_to(min(targets, key=lambda c: c.number))
 
     async def restore(self, number: int) -> tuple[list[str], str]:
         """Go back to checkpoint ``number`` (before that instruction ran); the instructions
         from it on are forgotten too. Returns (the instructions, what the rollback did)."""
-        checkpoint = self.checkpoint_named(number)
+        checkpoint = self.rollback.checkpoint_named(number)
         at = checkpoint.conversation_index
         same = (at < len(self.conversation.turn_starts)
                 and self.conversation.instruction(at).startswith(checkpoint.instruction))
         n = len(self.conversation.turn_starts) - at
         removed = self.undo(n) if same and n > 0 else []
-        return removed, await self.rollback_to(checkpoint)
+        return removed, await self.rollback.rollback_to(checkpoint)
 
     def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
         """The messages of the next LLM request: system prompt, then the conversation."""

@@ -27,6 +27,7 @@ from oi_kernel.core.events import (
 from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
+from oi_kernel.core.settings import EngineSettings
 from oi_kernel.core.small_model import ModelPolicy, policy_for
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn
@@ -43,7 +44,7 @@ UNTRUSTED = "untrusted-content"  # the flag of a step that follows text from out
 TOOL_ALWAYS_ASKS = frozenset({"destructive", "tool-changed"})
 
 
-class StepRunner(Rollback):
+class StepRunner(EngineSettings):
     """Runs proposed blocks through review, decision and execution."""
 
     if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class StepRunner(Rollback):
         super().__init__(llm=llm, **kwargs)
         self.executor = executor
         self.approver = approver
+        self.rollback = Rollback(self)  # change summaries and checkpoints (core.rollback)
         self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
         self.turns: list[Turn] = []
         self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
@@ -160,7 +162,7 @@ class StepRunner(Rollback):
         ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
                               block.bare, tool=block.tool)
         if not block.tool:  # (a tool's effects are its server's: nothing here to roll back)
-            problem = await self.ensure_checkpoint(turn)
+            problem = await self.rollback.ensure_checkpoint(turn)
             if problem:
                 emit(Notice(problem, "warning"))
         await self._execute(turn, record, ran_block, format_flags(flags), emit, spec)
@@ -207,7 +209,7 @@ class StepRunner(Rollback):
         self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str, emit: EventSink,
         spec: ToolSpec | None = None,
     ) -> None:
-        tracked = False if block.tool else await self.track_begin(block.language)
+        tracked = False if block.tool else await self.rollback.track_begin(block.language)
         started = time.monotonic()
         try:
             result = await self._run_with_timeout(block)
@@ -219,7 +221,7 @@ class StepRunner(Rollback):
             self.publish(StepDone(record, turn.index, block, spec))
             raise
         if tracked and (result is None or result.status != "died"):
-            record.changes = await self.track_end()
+            record.changes = await self.rollback.track_end()
         record.duration_s = time.monotonic() - started
         if result is None:  # the step timeout stopped it (the executor interrupted the child)
             record.status = "interrupted"

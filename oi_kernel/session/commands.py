@@ -360,7 +360,7 @@ async def _undo(ctx: CommandContext, arg: str) -> None:
 def _checkpoints(ctx: CommandContext, arg: str) -> None:
     from oi_kernel.core.changes import checkpoints_markdown
 
-    ctx.say(checkpoints_markdown(ctx.session.engine.checkpoints, ctx.prefix))
+    ctx.say(checkpoints_markdown(ctx.session.engine.rollback.checkpoints, ctx.prefix))
 
 
 @command("restore", "K", "go back to checkpoint K (see checkpoints): variables and files")
