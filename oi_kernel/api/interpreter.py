@@ -296,7 +296,7 @@ class Interpreter:
         and files, as of the checkpoint before the first of them). Returns what was restored
         and what could not be, in words."""
         self._check_idle()
-        removed, rolled = self._res.loop.call(self.engine.undo_and_roll_back(n))
+        removed, rolled = self._res.loop.call(self.engine.rollback.undo_and_roll_back(n))
         if not removed:
             return "Nothing to undo: the conversation is empty."
         return rolled or f"Forgot {len(removed)} instruction(s); no code had run, nothing to roll back."
@@ -305,7 +305,7 @@ class Interpreter:
         """Go back to checkpoint ``number`` (see ``checkpoints``); later instructions are
         forgotten. Returns what was restored and what could not be."""
         self._check_idle()
-        _removed, rolled = self._res.loop.call(self.engine.restore(number))
+        _removed, rolled = self._res.loop.call(self.engine.rollback.restore(number))
         return rolled
 
     def reset(self) -> None:

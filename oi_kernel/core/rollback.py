@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from oi_kernel.core import change_ignore
 from oi_kernel.core.changes import restore_message
+from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import CheckpointKept, Event, RolledBack
 from oi_kernel.core.executor import Executor
 from oi_kernel.core.types import Turn
@@ -59,7 +60,11 @@ class RollbackHost(Protocol):
     change_ignore: list[str]
     change_ignore_gitignore: bool
 
+    conversation: Conversation  # whose instructions undo and restore forget
+
     def publish(self, event: Event) -> None: ...
+
+    def undo(self, n: int) -> list[str]: ...
 
 
 class Rollback:
@@ -187,6 +192,31 @@ class Rollback:
         first = (checkpoint.instruction.splitlines() or [""])[0][:80]
         self.host.publish(RolledBack(checkpoint.number, report))
         return restore_message(report, f"before instruction {checkpoint.number} (“{first}”)")
+
+    async def undo_and_roll_back(self, n: int = 1) -> tuple[list[str], str]:
+        """Forget the last ``n`` instructions and roll the state back to before the first of
+        them that ran code. Returns (the instructions, what the rollback did, "" if none)."""
+        conversation = self.host.conversation
+        starts = len(conversation.turn_starts)
+        cut = max(0, starts - n)
+        targets = [c for c in self.checkpoints if cut <= c.conversation_index < starts
+                   and conversation.instruction(c.conversation_index).startswith(
+                       c.instruction)]  # still the same conversation (not reset or loaded)
+        removed = self.host.undo(n)
+        if not targets:
+            return removed, ""
+        return removed, await self.rollback_to(min(targets, key=lambda c: c.number))
+
+    async def restore(self, number: int) -> tuple[list[str], str]:
+        """Go back to checkpoint ``number`` (before that instruction ran); the instructions
+        from it on are forgotten too. Returns (the instructions, what the rollback did)."""
+        checkpoint = self.checkpoint_named(number)
+        conversation, at = self.host.conversation, checkpoint.conversation_index
+        same = (at < len(conversation.turn_starts)
+                and conversation.instruction(at).startswith(checkpoint.instruction))
+        n = len(conversation.turn_starts) - at
+        removed = self.host.undo(n) if same and n > 0 else []
+        return removed, await self.rollback_to(checkpoint)
 
     def forget_saved_files(self) -> None:
         """Delete this session's saved file contents (the session ends; its checkpoints go
