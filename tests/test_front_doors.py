@@ -85,8 +85,8 @@ def test_a_failing_risk_review_fails_closed(monkeypatch):
     session = build_session("api", approver=object(), logging=False,
                             engine_options={"approval": "risky"})
     request = ApprovalRequest(1, 1, CodeBlock("python", "print(1)"), flags)
-    assert session.engine.needs_approval(request)  # under "risky" it asks
-    assert not session.engine.needs_approval(ApprovalRequest(1, 1, request.block, []))
+    assert session.engine.steps.needs_approval(request)  # under "risky" it asks
+    assert not session.engine.steps.needs_approval(ApprovalRequest(1, 1, request.block, []))
 
 
 # ----------------------------------------------------------------------------- the user's process

@@ -101,19 +101,19 @@ def _request(flags: list[Flag], author: str = "alice") -> ApprovalRequest:
 def test_four_eyes_marks_high_steps_and_they_ask_even_after_run_all():
     engine = _engine("four-eyes")
     flagged, plain = _request([HIGH]), _request([])
-    engine.four_eyes_for(flagged)
-    engine.four_eyes_for(plain)
+    engine.steps.four_eyes_for(flagged)
+    engine.steps.four_eyes_for(plain)
     assert (flagged.four_eyes, flagged.four_eyes_source) == ("four-eyes", "setting")
     assert plain.four_eyes == ""
-    assert engine.needs_approval(flagged, run_all=True)
-    assert engine.needs_approval(plain) and not engine.needs_approval(plain, run_all=True)
+    assert engine.steps.needs_approval(flagged, run_all=True)
+    assert engine.steps.needs_approval(plain) and not engine.steps.needs_approval(plain, run_all=True)
 
 
 @pytest.mark.unit
 def test_the_policy_floor_names_itself_and_hides_run_all():
     engine = _engine("four-eyes", floor="four-eyes")
     request = _request([HIGH])
-    engine.four_eyes_for(request)
+    engine.steps.four_eyes_for(request)
     assert request.four_eyes_source == "policy"
     assert "cannot be turned off here" in four_eyes.refusal_text("alice", "four-eyes", "policy")
     assert "%approval risky" in four_eyes.refusal_text("alice", "four-eyes", "setting")
@@ -133,13 +133,13 @@ class _Says:
 def test_engine_backstop_turns_the_authors_own_run_into_a_skip():
     engine = _engine("four-eyes")
     request = _request([HIGH])
-    engine.four_eyes_for(request)
+    engine.steps.four_eyes_for(request)
     engine.approver = _Says(Decision("run", "x = 1", by="Alice"))
-    decision = asyncio.run(engine._decide(request, False))
+    decision = asyncio.run(engine.steps._decide(request, False))
     assert decision.action == "skip" and decision.by == "Alice"
     assert "someone else" in decision.reason
     engine.approver = _Says(Decision("run", "x = 1", by="bob"))
-    assert asyncio.run(engine._decide(request, False)).action == "run"
+    assert asyncio.run(engine.steps._decide(request, False)).action == "run"
 
 
 def _stdin_approver(answers: list[tuple[str, str]]) -> tuple[StdinApprover, list[str]]:

@@ -215,10 +215,10 @@ def test_run_all_does_not_go_below_the_floor(admin):
     flagged = ApprovalRequest(1, 1, CodeBlock("python", "import shutil"), flags=["flag"])
     plain = ApprovalRequest(1, 2, CodeBlock("python", "1 + 1"))
     engine.approval = "risky"
-    assert engine.needs_approval(flagged, run_all=True)  # "Run all" still asks about risky code
-    assert not engine.needs_approval(plain, run_all=True)
+    assert engine.steps.needs_approval(flagged, run_all=True)  # "Run all" still asks about risky code
+    assert not engine.steps.needs_approval(plain, run_all=True)
     engine.approval_floor = "always"
-    assert engine.needs_approval(plain, run_all=True)
+    assert engine.steps.needs_approval(plain, run_all=True)
 
 
 # ----------------------------------------------------------------------------- models

@@ -2,7 +2,7 @@
 speed): the checkpoint keeps the state before the first step, the step's own request brings
 the summary back; anything run in between makes the step ask for ``begin`` again, and a
 failed step still gets its summary. A real child kernel (``ChildRunner``), the engine's
-``Rollback`` on top."""
+``Rollback`` part on top (held by an ``EngineSettings``, as the engine holds it)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,22 @@ from types import SimpleNamespace
 import pytest
 
 from oi_kernel.core.rollback import Rollback
+from oi_kernel.core.settings import EngineSettings
 from oi_kernel.execution.child import ChildKernel
 from oi_kernel.execution.runner import ChildRunner
 
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(180)]
 
 
-class Tracked(Rollback):
-    """Rollback over a ChildRunner, counting the silent executions the probe sends."""
+class Tracked(EngineSettings):
+    """The engine's settings and its rollback part over a ChildRunner, counting the silent
+    executions the probe sends."""
 
     def __init__(self, runner: ChildRunner) -> None:
         super().__init__()
         self.executor = runner
         self.recorder = None
+        self.rollback = Rollback(self)
         self.events: list[str] = []
         self.calls: list[str] = []
         original = runner.child.execute
@@ -54,52 +57,52 @@ async def _scenario(tmp_path):
         await runner.probe("configure")  # the probe is installed in the child
         # one instruction, one Python step: one call (the checkpoint), nothing else
         engine.calls.clear()
-        assert await engine.ensure_checkpoint(turn(1)) == ""
-        assert await engine.track_begin("python")
+        assert await engine.rollback.ensure_checkpoint(turn(1)) == ""
+        assert await engine.rollback.track_begin("python")
         result = await runner.run_code("y = 2\nopen('out.txt', 'w').write('new')")
         assert result.status == "ok"
-        changes = await engine.track_end()
+        changes = await engine.rollback.track_end()
         assert engine.calls == ["checkpoint"]
         assert [v["name"] for v in changes["variables"]] == ["y"]
         assert [(f["path"], f["change"]) for f in changes["files"]] == [("out.txt", "created")]
         # a second step of the same instruction asks for begin (no new checkpoint)
         engine.calls.clear()
-        assert await engine.ensure_checkpoint(turn(1)) == ""
-        assert await engine.track_begin("python")
+        assert await engine.rollback.ensure_checkpoint(turn(1)) == ""
+        assert await engine.rollback.track_begin("python")
         await runner.run_code("z = 3")
-        changes = await engine.track_end()
+        changes = await engine.rollback.track_end()
         assert engine.calls == ["begin"]
         assert [v["name"] for v in changes["variables"]] == ["z"]
         # code run between the checkpoint and the step (a direct cell): begin again, and
         # that code's change is not the step's
         engine.calls.clear()
-        assert await engine.ensure_checkpoint(turn(2)) == ""
+        assert await engine.rollback.ensure_checkpoint(turn(2)) == ""
         run = runner.start("between = 1")
         await runner.finish(run)
-        assert await engine.track_begin("python")
+        assert await engine.rollback.track_begin("python")
         await runner.run_code("w = 4")
-        changes = await engine.track_end()
+        changes = await engine.rollback.track_end()
         assert engine.calls == ["checkpoint", "begin"]
         assert [v["name"] for v in changes["variables"]] == ["w"]
         # a failed step: its summary comes from the child by a call of its own
         engine.calls.clear()
-        assert await engine.ensure_checkpoint(turn(3)) == ""
-        assert await engine.track_begin("python")
+        assert await engine.rollback.ensure_checkpoint(turn(3)) == ""
+        assert await engine.rollback.track_begin("python")
         failed = await runner.run_code("v = 5\nraise ValueError('no')")
         assert failed.status == "error"
-        changes = await engine.track_end()
+        changes = await engine.rollback.track_end()
         assert engine.calls == ["checkpoint", "end"]
         assert [v["name"] for v in changes["variables"]] == ["v"]
         # a shell step always asks for begin (it copies the files first)
         engine.calls.clear()
-        assert await engine.ensure_checkpoint(turn(4)) == ""
-        assert await engine.track_begin("shell")
+        assert await engine.rollback.ensure_checkpoint(turn(4)) == ""
+        assert await engine.rollback.track_begin("shell")
         await runner.run_code("%%bash\necho hi > shell.txt")
-        changes = await engine.track_end()
+        changes = await engine.rollback.track_end()
         assert engine.calls == ["checkpoint", "begin"]
         assert [f["path"] for f in changes["files"]] == ["shell.txt"]
         # undo of instruction 4 removes what its shell step made
-        report = await engine.rollback_to(engine.checkpoint_named(4))
+        report = await engine.rollback.rollback_to(engine.rollback.checkpoint_named(4))
         assert "shell.txt" in report and not (tmp_path / "shell.txt").exists()
     finally:
         await child.shutdown()
@@ -118,9 +121,9 @@ async def _drops(tmp_path):
         await runner.probe("configure")  # the probe is installed in the child
         for i in range(1, 6):
             engine.calls.clear()
-            assert await engine.ensure_checkpoint(turn(i)) == ""
+            assert await engine.rollback.ensure_checkpoint(turn(i)) == ""
             assert engine.calls == ["checkpoint"]  # dropping the oldest is in the same call
-        assert [c.number for c in engine.checkpoints] == [4, 5]
+        assert [c.number for c in engine.rollback.checkpoints] == [4, 5]
         kept = await runner.run_code(
             "import sys; print(sorted(sys.modules['_oi_probe']._State.checkpoints))")
         assert kept.outputs[0]["text"].strip() == "[4, 5]"

@@ -87,7 +87,7 @@ def test_replayed_steps_get_the_context_too():
     """``%load --replay`` runs recorded code through the command's (the cell's) sink."""
     engine, executor = _engine()
     blocks = [CodeBlock("python", "p = 1"), CodeBlock("python", "q = 2")]
-    asyncio.run(engine.run_code_steps("replay", blocks, with_context(lambda e: None, CELL)))
+    asyncio.run(engine.steps.run_code_steps("replay", blocks, with_context(lambda e: None, CELL)))
     assert executor.ran == [("p = 1", CELL), ("q = 2", CELL)]
 
 

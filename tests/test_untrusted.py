@@ -166,14 +166,16 @@ def test_the_flag_names_each_source_and_step():
                                   "response from https://x/y fetched in step 2")
 
 
-class _Runner:
-    """Just enough of a StepRunner for ``needs_approval``."""
-
-    needs_approval = StepRunner.needs_approval
+class _Host:
+    """Just enough of an engine for its step runner's ``needs_approval``."""
 
     def __init__(self, approval: str, untrusted_content: str = "") -> None:
         self.approval, self.approval_floor = approval, "never"
         self.untrusted_content = untrusted_content
+
+
+def _runner(approval: str, untrusted_content: str = "") -> StepRunner:
+    return StepRunner(_Host(approval, untrusted_content))  # type: ignore[arg-type]
 
 
 def request(*flags) -> ApprovalRequest:
@@ -191,7 +193,7 @@ def request(*flags) -> ApprovalRequest:
 ])
 def test_when_a_step_that_follows_outside_content_asks(approval, policy, run_all, asks):
     flag = untrusted_flag([{"step": 1, "phrase": "the text of n.txt", "verb": "read"}])
-    runner = _Runner(approval, policy)
+    runner = _runner(approval, policy)
     assert runner.needs_approval(request(flag), run_all) is asks
     assert runner.needs_approval(request(), run_all) is (approval == "always" and not run_all)
 

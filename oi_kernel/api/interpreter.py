@@ -289,14 +289,14 @@ class Interpreter:
     def checkpoints(self) -> list[Checkpoint]:
         """The checkpoints kept (one before each instruction that ran code), oldest first;
         ``restore(cp.number)`` goes back to one."""
-        return list(self.engine.checkpoints)
+        return list(self.engine.rollback.checkpoints)
 
     def undo(self, n: int = 1) -> str:
         """Forget the last ``n`` instructions and roll back what their code did (variables
         and files, as of the checkpoint before the first of them). Returns what was restored
         and what could not be, in words."""
         self._check_idle()
-        removed, rolled = self._res.loop.call(self.engine.undo_and_roll_back(n))
+        removed, rolled = self._res.loop.call(self.engine.rollback.undo_and_roll_back(n))
         if not removed:
             return "Nothing to undo: the conversation is empty."
         return rolled or f"Forgot {len(removed)} instruction(s); no code had run, nothing to roll back."
@@ -305,7 +305,7 @@ class Interpreter:
         """Go back to checkpoint ``number`` (see ``checkpoints``); later instructions are
         forgotten. Returns what was restored and what could not be."""
         self._check_idle()
-        _removed, rolled = self._res.loop.call(self.engine.restore(number))
+        _removed, rolled = self._res.loop.call(self.engine.rollback.restore(number))
         return rolled
 
     def reset(self) -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from traitlets import Instance
 
 from oi_kernel.core import codeblocks, dialects, prompts
 from oi_kernel.core.caps import Caps, cap_notice
@@ -23,6 +25,7 @@ from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
     ConversationReset,
     ConversationUndone,
+    Event,
     EventSink,
     LLMFailed,
     LLMRequested,
@@ -38,22 +41,28 @@ from oi_kernel.core.events import (
 )
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.core.model import Model
-from oi_kernel.core.small_model import Draft, ModelPolicy
+from oi_kernel.core.rollback import Rollback
+from oi_kernel.core.settings import EngineSettings
+from oi_kernel.core.small_model import Draft, ModelPolicy, policy_for
 from oi_kernel.core.steps import StepRunner
-from oi_kernel.core.tools import FIND, Offer, blocks_from_calls, fenced_tool_calls
-from oi_kernel.core.types import (
-    CodeBlock,
-    Reply,
-    StepRecord,
-    Turn,
-    Usage,
+from oi_kernel.core.tools import (
+    FIND,
+    Offer,
+    Toolbox,
+    Tools,
+    blocks_from_calls,
+    fenced_tool_calls,
 )
+from oi_kernel.core.turn_context import context_of, with_context
+from oi_kernel.core.types import CodeBlock, Reply, StepRecord, Turn, Usage
 from oi_kernel.errors import (
     ApprovalUnavailableError,
     InstructionTooLongError,
     LLMError,
     LLMToolsUnsupportedError,
 )
+from oi_kernel.languages import available_languages, normalize_language
+from oi_kernel.safety.redact import SecretSet
 
 CUT_BLOCK_NOTICE = (
     "The reply reached the model's output token limit inside a code block: that block was "
@@ -69,17 +78,77 @@ ONLY_REASONING_NOTICE = (
 )
 
 
-class Engine(StepRunner):
-    """The conversation and its turn loop."""
+class Engine(EngineSettings):
+    """The conversation and its turn loop. It holds the seams (executor, approver), the LLM,
+    the session's secrets and the settings; its parts are ``steps`` (one proposed block,
+    ``core.steps``) and ``rollback`` (change summaries and checkpoints, ``core.rollback``)."""
+
+    if TYPE_CHECKING:
+        llm: Model
+    else:  # a trait (configurable, observable); what it holds is a Model (core.model)
+        llm = Instance(object, help="The model (``oi_kernel.llm.client.LLM`` or any Model).")
+    recorder = Instance(object, allow_none=True,
+                        help="Records events: the session log's ``LogWriter`` (or None).")
 
     def __init__(self, executor: Executor, approver: Approver, *, llm: Model, **kwargs: Any) -> None:
-        super().__init__(executor, approver, llm=llm, **kwargs)
+        super().__init__(llm=llm, **kwargs)
+        self.executor = executor
+        self.approver = approver
+        self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
+        self.turns: list[Turn] = []
+        self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
+        self.tool_settings = Tools(parent=self)
+        # Set by an administrator's policy (session.policy_rules): the least approval that
+        # applies even after "Run all", and who set each session cap (for its message).
+        self.approval_floor = "never"
+        self.author = ""  # who sent the current instruction (set by the front door)
+        self.cap_sources: dict[str, str] = {}
+        # "ask": the policy makes every step that follows outside content ask (Run all too)
+        self.untrusted_content = ""
+        self.rollback = Rollback(self)
+        self.steps = StepRunner(self)
         self.conversation = Conversation()
         self.usage = Usage()
         # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
         self.preflight: list[Callable[[], None]] = []
         self._budget_noticed = False
         self._sent: tuple[list[dict[str, Any]], list[dict] | None] = ([], None)  # last request
+
+    @property
+    def auto_run(self) -> bool:
+        return self.approval == "never"
+
+    @property
+    def policy(self) -> ModelPolicy:
+        """How the loop treats the current model (small models get help)."""
+        return policy_for(self.llm, self)
+
+    def step_limit(self) -> int:
+        """LLM calls allowed for one instruction with the current model."""
+        return self.policy.step_limit()
+
+    def publish(self, event: Event) -> None:
+        """Record an event (the session log); a failing log never breaks a turn."""
+        if self.recorder is not None:
+            try:
+                self.recorder(event)
+            except Exception:
+                self.log.exception("session log write failed")
+
+    def tee(self, emit: EventSink) -> EventSink:
+        """A turn's sink: each event is recorded, then goes on to the front door (with the
+        context the front door's sink carries)."""
+
+        def out(event: Event) -> None:
+            self.publish(event)
+            emit(event)
+
+        return with_context(out, context_of(emit))
+
+    def offered_languages(self) -> list[str]:
+        """The available languages, limited to ``languages`` when that is set."""
+        wanted = {normalize_language(name) for name in self.languages}
+        return [n for n in available_languages() if not self.languages or n in wanted]
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -97,30 +166,6 @@ class Engine(StepRunner):
         if removed:
             self.publish(ConversationUndone(len(removed), len(self.conversation)))
         return removed
-
-    async def undo_and_roll_back(self, n: int = 1) -> tuple[list[str], str]:
-        """Forget the last ``n`` instructions and roll the state back to before the first of
-        them that ran code. Returns (the instructions, what the rollback did, "" if none)."""
-        starts = len(self.conversation.turn_starts)
-        cut = max(0, starts - n)
-        targets = [c for c in self.checkpoints if cut <= c.conversation_index < starts
-                   and self.conversation.instruction(c.conversation_index).startswith(
-                       c.instruction)]  # still the same conversation (not reset or loaded)
-        removed = self.undo(n)
-        if not targets:
-            return removed, ""
-        return removed, await self.rollback_to(min(targets, key=lambda c: c.number))
-
-    async def restore(self, number: int) -> tuple[list[str], str]:
-        """Go back to checkpoint ``number`` (before that instruction ran); the instructions
-        from it on are forgotten too. Returns (the instructions, what the rollback did)."""
-        checkpoint = self.checkpoint_named(number)
-        at = checkpoint.conversation_index
-        same = (at < len(self.conversation.turn_starts)
-                and self.conversation.instruction(at).startswith(checkpoint.instruction))
-        n = len(self.conversation.turn_starts) - at
-        removed = self.undo(n) if same and n > 0 else []
-        return removed, await self.rollback_to(checkpoint)
 
     def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
         """The messages of the next LLM request: system prompt, then the conversation."""
@@ -275,38 +320,6 @@ class Engine(StepRunner):
     def _end_turn(self, turn: Turn, emit: EventSink) -> None:
         emit(TurnDone(turn))
 
-    async def run_code_steps(
-        self, title: str, blocks: list[CodeBlock], emit: EventSink, **log_fields: Any
-    ) -> Turn:
-        """Propose recorded code (``%load --replay``) through the same review, approval and
-        execution path as the model's code, without calling the LLM. The conversation is
-        not changed; the steps are recorded as a turn (``log_fields`` go in its turn_start)."""
-        emit = self.tee(emit)
-        turn = Turn(index=len(self.turns) + 1, instruction=title,
-                    conversation_index=len(self.conversation.turn_starts))
-        self.turns.append(turn)
-        emit(TurnStarted(turn.index, title, log_fields))
-        run_all = False
-        try:
-            for block in blocks:
-                record = StepRecord(index=len(turn.steps) + 1, block=block)
-                turn.steps.append(record)
-                run_all, stop = await self._run_step(turn, record, run_all, emit)
-                if stop:
-                    turn.end_reason = "stopped"
-                    break
-            else:
-                turn.end_reason = "done"
-        except asyncio.CancelledError:
-            turn.end_reason = "interrupted"
-            raise
-        except ApprovalUnavailableError:
-            turn.end_reason = "approval_unavailable"
-            raise
-        finally:
-            self._end_turn(turn, emit)
-        return turn
-
     async def _ask(
         self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy, redraw: int = 0
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
@@ -411,7 +424,7 @@ class Engine(StepRunner):
                 record.status = "stopped"
                 record.feedback = "Not run: the user stopped this instruction."
             else:
-                run_all, stop = await self._run_step(turn, record, run_all, emit)
+                run_all, stop = await self.steps.run_step(turn, record, run_all, emit)
             self._answer(block.tool_call_id, record.feedback, feedback)
         answered = {b.tool_call_id for b in blocks}
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
@@ -424,7 +437,7 @@ class Engine(StepRunner):
                 emit(Notice(CUT_BLOCK_NOTICE, "warning"))
         if feedback:  # markdown mode: one user message with every result
             self.conversation.append({"role": "user", "content": "\n\n".join(feedback)})
-        self.untrusted_read(turn)  # the next reply is written after reading these results
+        self.steps.untrusted_read(turn)  # the next reply is written after reading these results
         self._show_images(turn.steps[len(turn.steps) - len(blocks):])
         return run_all, stop
 

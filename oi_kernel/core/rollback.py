@@ -5,23 +5,24 @@ Executors that can look inside the namespace their code runs in offer ``probe(na
 Around each step the engine asks for ``begin``/``end`` and keeps the change summary on the
 step; before an instruction runs its first code it asks for a ``checkpoint`` numbered by the
 instruction. ``rollback_to`` restores one (namespace and files) and says in words what came
-back and what did not. Settings are ``c.Engine.*`` (or ``c.Rollback.*``).
+back and what did not. ``Rollback`` is a part the engine holds (``engine.rollback``); its
+settings are the engine's (``c.Engine.*``, in ``core.settings``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
-
-from traitlets import Bool, Float, Integer, List, Unicode, default
+from typing import Any, Protocol
 
 from oi_kernel.core import change_ignore
 from oi_kernel.core.changes import restore_message
-from oi_kernel.core.events import CheckpointKept, RolledBack
-from oi_kernel.core.settings import EngineSettings
+from oi_kernel.core.conversation import Conversation
+from oi_kernel.core.events import CheckpointKept, Event, RolledBack
+from oi_kernel.core.executor import Executor
 from oi_kernel.core.types import Turn
 from oi_kernel.errors import OIError
 
@@ -40,56 +41,38 @@ class Checkpoint:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class Rollback(EngineSettings):
-    """Change summaries per step and checkpoints per instruction."""
+class RollbackHost(Protocol):
+    """What the rollback part reads from the engine that holds it: where code runs, the
+    recorder (its log file is never scanned), where events go, and the settings
+    (``c.Engine.*``, ``core.settings``)."""
 
-    track_changes = Bool(
-        True, config=True,
-        help="After each step, list the variables and files it created, changed or deleted "
-        "(in the cell, for the model, in the log).")
-    checkpoints_enabled = Bool(
-        True, config=True,
-        help="Before an instruction runs code, keep a checkpoint so %undo / %restore can roll "
-        "the namespace and the working directory back (see docs/rollback.md).")
-    max_checkpoints = Integer(
-        10, config=True, help="Checkpoints kept; older ones are dropped (undo reaches back "
-        "this many instructions).")
-    max_file_bytes = Integer(
-        10_000_000, config=True,
-        help="Largest file whose content is saved before a step changes it (bytes); larger "
-        "files are named as not restorable.")
-    max_checkpoint_bytes = Integer(
-        100_000_000, config=True,
-        help="Most bytes of saved file contents per checkpoint; beyond it files are named as "
-        "not restorable.")
-    scan_budget_ms = Float(
-        50.0, config=True,
-        help="Time for one scan of the working directory (before and after a step); a scan cut "
-        "short is said so.")
-    scan_max_files = Integer(20_000, config=True, help="Most files one scan looks at.")
-    checkpoint_dir = Unicode(
-        "", config=True,
-        help="Where saved file contents are kept; empty: .oi_checkpoints/<session> in the "
-        "working directory (inside the sandbox's writable workspace).")
+    executor: Executor  # (``generation`` and ``carry_end``, when it has them, are used)
+    recorder: Any
+    log: logging.Logger
+    track_changes: bool
+    checkpoints_enabled: bool
+    max_checkpoints: int
+    max_file_bytes: int
+    max_checkpoint_bytes: int
+    scan_budget_ms: float
+    scan_max_files: int
+    checkpoint_dir: str
+    change_ignore: list[str]
+    change_ignore_gitignore: bool
 
-    change_ignore = List(
-        Unicode(), config=True,
-        help="Files and folders the change summaries and checkpoints leave out, in gitignore "
-        "syntax (e.g. ['*.tmp', 'scratch/', '!.config/']), besides tools' folders (.ipython, "
-        ".jupyter, .cache, .git, ...; see docs/rollback.md). Env: OI_CHANGE_IGNORE "
-        "(comma-separated).")
+    conversation: Conversation  # whose instructions undo and restore forget
 
-    @default("change_ignore")
-    def _change_ignore_default(self) -> list[str]:
-        return change_ignore.env_patterns()
+    def publish(self, event: Event) -> None: ...
 
-    change_ignore_gitignore = Bool(
-        True, config=True,
-        help="Also leave out what the project's .gitignore ignores (the working directory's, "
-        "and the git repository root's).")
+    def undo(self, n: int) -> list[str]: ...
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+
+class Rollback:
+    """Change summaries per step and checkpoints per instruction: a part the engine holds
+    (``engine.rollback``); its settings stay the engine's."""
+
+    def __init__(self, host: RollbackHost) -> None:
+        self.host = host
         self.checkpoints: list[Checkpoint] = []
         self._store_id = uuid.uuid4().hex[:10]
         self._ignore_told = False
@@ -98,18 +81,23 @@ class Rollback(EngineSettings):
         # needs no ``begin``
         self._snapshot: int | None = None
 
+    @property
+    def log(self) -> logging.Logger:
+        return self.host.log
+
     # ------------------------------------------------------------ probe calls
     def _probe_fn(self) -> Any:
-        return self.executor.probe
+        return self.host.executor.probe
 
     async def _probe(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
         probe = self._probe_fn()
         if probe is None:
             raise OIError(NO_PROBE)
         if name in ("begin", "checkpoint", "restore"):  # a restarted child starts from defaults
-            settings = {"scan_budget_s": self.scan_budget_ms / 1000,
-                        "max_files": self.scan_max_files, "max_file_bytes": self.max_file_bytes,
-                        "max_total_bytes": self.max_checkpoint_bytes,
+            host = self.host
+            settings = {"scan_budget_s": host.scan_budget_ms / 1000,
+                        "max_files": host.scan_max_files, "max_file_bytes": host.max_file_bytes,
+                        "max_total_bytes": host.max_checkpoint_bytes,
                         **self._ignore_settings()}
             return await probe(name, *args, settings=settings, **kwargs)
         return await probe(name, *args, **kwargs)
@@ -117,11 +105,12 @@ class Rollback(EngineSettings):
     def _ignore_settings(self) -> dict[str, Any]:
         """What the probe leaves out (``core.change_ignore``)."""
         try:
-            cwd = self.executor.cwd  # type: ignore[attr-defined]
+            cwd = self.host.executor.cwd
         except Exception:
             cwd = ""
         settings, problem = change_ignore.probe_settings(
-            cwd, self.change_ignore, self.change_ignore_gitignore, self._not_scanned())
+            cwd, self.host.change_ignore, self.host.change_ignore_gitignore,
+            self._not_scanned())
         if problem and not self._ignore_told:
             self._ignore_told = True
             self.log.warning("%s", problem)
@@ -129,32 +118,32 @@ class Rollback(EngineSettings):
 
     def _not_scanned(self) -> list[str]:
         """The session log's folder: the session writes it, not the user's code."""
-        path = getattr(self.recorder, "path", None)  # type: ignore[attr-defined]
+        path = getattr(self.host.recorder, "path", None)
         return [os.path.dirname(os.path.abspath(path))] if path else []
 
     def store_dir(self) -> str:
         """Where the probe keeps saved files: relative paths are to the directory the code
         runs in (which for a remote kernel is not ours)."""
-        return os.path.join(self.checkpoint_dir or ".oi_checkpoints", self._store_id)
+        return os.path.join(self.host.checkpoint_dir or ".oi_checkpoints", self._store_id)
 
     def _generation(self) -> int | None:
         """How many times the executor ran code (or restarted) so far; None when it does
         not say (then every step asks for ``begin``)."""
-        generation = getattr(self.executor, "generation", None)
+        generation = getattr(self.host.executor, "generation", None)
         return generation if isinstance(generation, int) else None
 
     async def track_begin(self, language: str) -> bool:
         """Before a step: fingerprint the namespace and files; False when not tracked.
         No round trip when the checkpoint just kept for this step did it (a Python step,
         nothing run since). The executor may carry ``end`` in the step's own request."""
-        if not self.track_changes or self._probe_fn() is None:
+        if not self.host.track_changes or self._probe_fn() is None:
             return False
         snapshot, self._snapshot = self._snapshot, None
         try:
             if not (language == "python" and snapshot is not None
                     and snapshot == self._generation()):
                 await self._probe("begin", language)
-            carry = getattr(self.executor, "carry_end", None)
+            carry = getattr(self.host.executor, "carry_end", None)
             if carry is not None:
                 carry()
             return True
@@ -172,13 +161,13 @@ class Rollback(EngineSettings):
     async def ensure_checkpoint(self, turn: Turn) -> str:
         """Keep a checkpoint for ``turn`` before its first code; returns a problem or ""."""
         self._snapshot = None
-        if (not self.checkpoints_enabled or self._probe_fn() is None
+        if (not self.host.checkpoints_enabled or self._probe_fn() is None
                 or any(c.number == turn.index for c in self.checkpoints)):
             return ""
         # one round trip: the checkpoint, the state before the step (change summary), and
         # dropping the checkpoints beyond ``max_checkpoints`` once this one is kept
-        excess = max(0, len(self.checkpoints) + 1 - max(1, self.max_checkpoints))
-        snapshot = self.track_changes and self._generation() is not None
+        excess = max(0, len(self.checkpoints) + 1 - max(1, self.host.max_checkpoints))
+        snapshot = self.host.track_changes and self._generation() is not None
         try:
             info = await self._probe("checkpoint", turn.index, self.store_dir(),
                                      snapshot=snapshot,
@@ -192,7 +181,7 @@ class Rollback(EngineSettings):
         self.checkpoints = self.checkpoints[excess:]
         self.checkpoints.append(Checkpoint(turn.index, turn.instruction, turn.conversation_index,
                                            info=info))
-        self.publish(CheckpointKept(turn.index, info))  # type: ignore[attr-defined]
+        self.host.publish(CheckpointKept(turn.index, info))
         return ""
 
     async def rollback_to(self, checkpoint: Checkpoint) -> str:
@@ -201,8 +190,33 @@ class Rollback(EngineSettings):
         report = await self._probe("restore", checkpoint.number, self.store_dir())
         self.checkpoints = [c for c in self.checkpoints if c.number < checkpoint.number]
         first = (checkpoint.instruction.splitlines() or [""])[0][:80]
-        self.publish(RolledBack(checkpoint.number, report))  # type: ignore[attr-defined]
+        self.host.publish(RolledBack(checkpoint.number, report))
         return restore_message(report, f"before instruction {checkpoint.number} (“{first}”)")
+
+    async def undo_and_roll_back(self, n: int = 1) -> tuple[list[str], str]:
+        """Forget the last ``n`` instructions and roll the state back to before the first of
+        them that ran code. Returns (the instructions, what the rollback did, "" if none)."""
+        conversation = self.host.conversation
+        starts = len(conversation.turn_starts)
+        cut = max(0, starts - n)
+        targets = [c for c in self.checkpoints if cut <= c.conversation_index < starts
+                   and conversation.instruction(c.conversation_index).startswith(
+                       c.instruction)]  # still the same conversation (not reset or loaded)
+        removed = self.host.undo(n)
+        if not targets:
+            return removed, ""
+        return removed, await self.rollback_to(min(targets, key=lambda c: c.number))
+
+    async def restore(self, number: int) -> tuple[list[str], str]:
+        """Go back to checkpoint ``number`` (before that instruction ran); the instructions
+        from it on are forgotten too. Returns (the instructions, what the rollback did)."""
+        checkpoint = self.checkpoint_named(number)
+        conversation, at = self.host.conversation, checkpoint.conversation_index
+        same = (at < len(conversation.turn_starts)
+                and conversation.instruction(at).startswith(checkpoint.instruction))
+        n = len(conversation.turn_starts) - at
+        removed = self.host.undo(n) if same and n > 0 else []
+        return removed, await self.rollback_to(checkpoint)
 
     def forget_saved_files(self) -> None:
         """Delete this session's saved file contents (the session ends; its checkpoints go
@@ -210,7 +224,7 @@ class Rollback(EngineSettings):
         import shutil
 
         try:
-            store = os.path.join(self.executor.cwd, self.store_dir())  # type: ignore[attr-defined]
+            store = os.path.join(self.host.executor.cwd, self.store_dir())
         except Exception:  # no working directory to speak of: nothing was saved
             return
         shutil.rmtree(store, ignore_errors=True)

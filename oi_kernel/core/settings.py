@@ -2,22 +2,25 @@
 
 ``EngineSettings`` is the base class of ``Engine``, so configuration sections named
 ``Engine`` apply; a bad value is reported and the default kept (``oi_kernel.config``).
+The parts the engine holds (its ``rollback``) read their settings here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from traitlets import Enum, Float, Integer, List, Unicode, default, observe
+from traitlets import Bool, Enum, Float, Integer, List, Unicode, default, observe
 from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
+from oi_kernel.core import change_ignore
 from oi_kernel.core.caps import env_number
 from oi_kernel.errors import OIError
 
 
 class EngineSettings(LoggingConfigurable):
-    """What the turn loop may do: approval policy, steps, limits, context, prompt."""
+    """What the turn loop may do: approval policy, steps, limits, context, prompt, and what
+    change tracking and checkpoints keep."""
 
 
     approval = Enum(
@@ -207,3 +210,49 @@ class EngineSettings(LoggingConfigurable):
         help="Languages offered to the model (a subset of those installed, e.g. ['python']); "
         "empty: every available one.",
     )
+
+    # ------------------------------------------------------------ rollback (core.rollback)
+    track_changes = Bool(
+        True, config=True,
+        help="After each step, list the variables and files it created, changed or deleted "
+        "(in the cell, for the model, in the log).")
+    checkpoints_enabled = Bool(
+        True, config=True,
+        help="Before an instruction runs code, keep a checkpoint so %undo / %restore can roll "
+        "the namespace and the working directory back (see docs/rollback.md).")
+    max_checkpoints = Integer(
+        10, config=True, help="Checkpoints kept; older ones are dropped (undo reaches back "
+        "this many instructions).")
+    max_file_bytes = Integer(
+        10_000_000, config=True,
+        help="Largest file whose content is saved before a step changes it (bytes); larger "
+        "files are named as not restorable.")
+    max_checkpoint_bytes = Integer(
+        100_000_000, config=True,
+        help="Most bytes of saved file contents per checkpoint; beyond it files are named as "
+        "not restorable.")
+    scan_budget_ms = Float(
+        50.0, config=True,
+        help="Time for one scan of the working directory (before and after a step); a scan cut "
+        "short is said so.")
+    scan_max_files = Integer(20_000, config=True, help="Most files one scan looks at.")
+    checkpoint_dir = Unicode(
+        "", config=True,
+        help="Where saved file contents are kept; empty: .oi_checkpoints/<session> in the "
+        "working directory (inside the sandbox's writable workspace).")
+
+    change_ignore = List(
+        Unicode(), config=True,
+        help="Files and folders the change summaries and checkpoints leave out, in gitignore "
+        "syntax (e.g. ['*.tmp', 'scratch/', '!.config/']), besides tools' folders (.ipython, "
+        ".jupyter, .cache, .git, ...; see docs/rollback.md). Env: OI_CHANGE_IGNORE "
+        "(comma-separated).")
+
+    @default("change_ignore")
+    def _change_ignore_default(self) -> list[str]:
+        return change_ignore.env_patterns()
+
+    change_ignore_gitignore = Bool(
+        True, config=True,
+        help="Also leave out what the project's .gitignore ignores (the working directory's, "
+        "and the git repository root's).")

@@ -1,20 +1,20 @@
 """What happens to one proposed block: risk review, the decision (asked or automatic),
 the run with its timeout, and the feedback the model reads, each reported as an event
-(which the session log records). ``StepRunner`` is the engine's base: it holds the seams
-(executor, approver), the LLM and the session's secrets; ``Engine`` adds the conversation
-and the turn loop."""
+(which the session log records). ``StepRunner`` is a part the engine holds
+(``engine.steps``); the seams (executor, approver), the LLM, the session's secrets and the
+settings stay the engine's, which the part reads through ``StepHost``."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
-
-from traitlets import Instance
+from typing import Any, Protocol
 
 from oi_kernel.core import changes, four_eyes, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
+from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
     CodeProposed,
     Decided,
@@ -23,15 +23,17 @@ from oi_kernel.core.events import (
     Notice,
     StepDone,
     StepReviewed,
+    TurnDone,
+    TurnStarted,
 )
 from oi_kernel.core.executor import Approver, ExecResult, Executor
-from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
-from oi_kernel.core.small_model import ModelPolicy, policy_for
+from oi_kernel.core.small_model import ModelPolicy
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
-from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of, with_context
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn
-from oi_kernel.languages import available_languages, normalize_language
+from oi_kernel.errors import ApprovalUnavailableError
+from oi_kernel.languages import normalize_language
 from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, character_flags, format_flags, review
 from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, code_sources
@@ -44,72 +46,100 @@ UNTRUSTED = "untrusted-content"  # the flag of a step that follows text from out
 TOOL_ALWAYS_ASKS = frozenset({"destructive", "tool-changed"})
 
 
-class StepRunner(Rollback):
-    """Runs proposed blocks through review, decision and execution."""
+class StepHost(Protocol):
+    """What the step runner reads from the engine that holds it, live (settings change and
+    the approver may be wrapped): the seams, the session's secrets, the rollback part, the
+    settings (``c.Engine.*``), ``publish`` for what only the log records."""
 
-    if TYPE_CHECKING:
-        llm: Model
-    else:  # a trait (configurable, observable); what it holds is a Model (core.model)
-        llm = Instance(object, help="The model (``oi_kernel.llm.client.LLM`` or any Model).")
-    recorder = Instance(object, allow_none=True,
-                        help="Records events: the session log's ``LogWriter`` (or None).")
+    executor: Executor
+    approver: Approver
+    toolbox: Toolbox
+    tool_settings: Tools
+    secrets: SecretSet
+    rollback: Rollback
+    log: logging.Logger
+    approval: str
+    approval_floor: str
+    untrusted_content: str
+    author: str
+    step_timeout: float
+    max_output_chars: int
+    turns: list[Turn]
+    conversation: Conversation  # (only where the next instruction will start)
 
-    def __init__(self, executor: Executor, approver: Approver, *, llm: Model, **kwargs: Any) -> None:
-        super().__init__(llm=llm, **kwargs)
-        self.executor = executor
-        self.approver = approver
-        self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
-        self.turns: list[Turn] = []
-        self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
-        self.tool_settings = Tools(parent=self)
-        # Set by an administrator's policy (session.policy_rules): the least approval that
-        # applies even after "Run all", and who set each session cap (for its message).
-        self.approval_floor = "never"
-        self.author = ""  # who sent the current instruction (set by the front door)
-        self.cap_sources: dict[str, str] = {}
-        # "ask": the policy makes every step that follows outside content ask (Run all too)
-        self.untrusted_content = ""
+    @property
+    def auto_run(self) -> bool: ...
+
+    @property
+    def policy(self) -> ModelPolicy: ...
+
+    def offered_languages(self) -> list[str]: ...
+
+    def publish(self, event: Event) -> None: ...
+
+    def tee(self, emit: EventSink) -> EventSink: ...
+
+
+class StepRunner:
+    """Runs proposed blocks through review, decision and execution: a part the engine holds
+    (``engine.steps``). It keeps what only the steps need: the variables whose values came
+    from outside, and the fence around outside text."""
+
+    def __init__(self, host: StepHost) -> None:
+        self.host = host
         self.taint: Taint = {}  # variables whose values came from outside (safety.untrusted)
         self.fence = f"untrusted-{secrets.token_hex(6)}"  # delimits outside text for the model
 
+    # where a step runs and how long it may: the engine's, read when the step runs
     @property
-    def auto_run(self) -> bool:
-        return self.approval == "never"
+    def executor(self) -> Executor:
+        return self.host.executor
 
     @property
-    def policy(self) -> ModelPolicy:
-        """How the loop treats the current model (small models get help)."""
-        return policy_for(self.llm, self)
+    def toolbox(self) -> Toolbox:
+        return self.host.toolbox
 
-    def step_limit(self) -> int:
-        """LLM calls allowed for one instruction with the current model."""
-        return self.policy.step_limit()
+    @property
+    def tool_settings(self) -> Tools:
+        return self.host.tool_settings
 
-    # ------------------------------------------------------------ helpers
-    def publish(self, event: Event) -> None:
-        """Record an event (the session log); a failing log never breaks a turn."""
-        if self.recorder is not None:
-            try:
-                self.recorder(event)
-            except Exception:
-                self.log.exception("session log write failed")
+    @property
+    def step_timeout(self) -> float:
+        return self.host.step_timeout
 
-    def tee(self, emit: EventSink) -> EventSink:
-        """A turn's sink: each event is recorded, then goes on to the front door (with the
-        context the front door's sink carries)."""
+    async def run_code_steps(
+        self, title: str, blocks: list[CodeBlock], emit: EventSink, **log_fields: Any
+    ) -> Turn:
+        """Propose recorded code (``%load --replay``) through the same review, approval and
+        execution path as the model's code, without calling the LLM. The conversation is
+        not changed; the steps are recorded as a turn (``log_fields`` go in its turn_start)."""
+        emit = self.host.tee(emit)
+        turn = Turn(index=len(self.host.turns) + 1, instruction=title,
+                    conversation_index=len(self.host.conversation.turn_starts))
+        self.host.turns.append(turn)
+        emit(TurnStarted(turn.index, title, log_fields))
+        run_all = False
+        try:
+            for block in blocks:
+                record = StepRecord(index=len(turn.steps) + 1, block=block)
+                turn.steps.append(record)
+                run_all, stop = await self.run_step(turn, record, run_all, emit)
+                if stop:
+                    turn.end_reason = "stopped"
+                    break
+            else:
+                turn.end_reason = "done"
+        except asyncio.CancelledError:
+            turn.end_reason = "interrupted"
+            raise
+        except ApprovalUnavailableError:
+            turn.end_reason = "approval_unavailable"
+            raise
+        finally:
+            emit(TurnDone(turn))
+        return turn
 
-        def out(event: Event) -> None:
-            self.publish(event)
-            emit(event)
-
-        return with_context(out, context_of(emit))
-
-    def offered_languages(self) -> list[str]:
-        """The available languages, limited to ``languages`` when that is set."""
-        wanted = {normalize_language(name) for name in self.languages}
-        return [n for n in available_languages() if not self.languages or n in wanted]
-
-    async def _run_step(
+    async def run_step(
         self, turn: Turn, record: StepRecord, run_all: bool, emit: EventSink
     ) -> tuple[bool, bool]:
         block = record.block
@@ -127,22 +157,22 @@ class StepRunner(Rollback):
         if followed:
             flags = [*flags, untrusted_flag(followed)]
         request = ApprovalRequest(turn.index, record.index, block, flags, sandboxed,
-                                  run_all_allowed=not _asks(self.approval_floor, None),
+                                  run_all_allowed=not _asks(self.host.approval_floor, None),
                                   tool=spec.label if spec else "",
-                                  author=self.author or identity.person())
+                                  author=self.host.author or identity.person())
         self.four_eyes_for(request)
         emit(StepReviewed(turn.index, record.index, block, flags, followed, spec))
-        if spec is None and (language is None or language not in self.offered_languages()):
+        if spec is None and (language is None or language not in self.host.offered_languages()):
             record.status = "refused"
             record.feedback = (f"Language '{block.language}' is not available here. Use one of: "
-                               + ", ".join(self.offered_languages()) + ".")
+                               + ", ".join(self.host.offered_languages()) + ".")
             emit(Notice(record.feedback, "warning"))
             return run_all, False
         asks = self.needs_approval(request, run_all)
         emit(CodeProposed(request, asks))
         if followed and not asks and not turn.untrusted_noticed:
             turn.untrusted_noticed = True
-            why = ("`%approval risky` asks about such steps" if self.auto_run
+            why = ("`%approval risky` asks about such steps" if self.host.auto_run
                    else "you chose Run all")
             emit(Notice(f"Step {record.index} {untrusted_note(followed)} (text from outside "
                         f"your instruction) and runs without asking ({why}).", "warning"))
@@ -162,7 +192,7 @@ class StepRunner(Rollback):
         ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
                               block.bare, tool=block.tool)
         if not block.tool:  # (a tool's effects are its server's: nothing here to roll back)
-            problem = await self.ensure_checkpoint(turn)
+            problem = await self.host.rollback.ensure_checkpoint(turn)
             if problem:
                 emit(Notice(problem, "warning"))
         await self._execute(turn, record, ran_block, format_flags(flags), emit, spec)
@@ -179,17 +209,17 @@ class StepRunner(Rollback):
             return True
         if request.block.tool and any(f.category in TOOL_ALWAYS_ASKS for f in request.flags):
             return True
-        if self.untrusted_content == "ask" and any(f.category == UNTRUSTED
+        if self.host.untrusted_content == "ask" and any(f.category == UNTRUSTED
                                                     for f in request.flags):
             return True
-        if _asks(self.approval_floor, request):
+        if _asks(self.host.approval_floor, request):
             return True
-        return not run_all and _asks(self.approval, request)
+        return not run_all and _asks(self.host.approval, request)
 
     def four_eyes_for(self, request: ApprovalRequest) -> None:
         """Mark ``request`` as needing a second person when four-eyes approval applies
         (the policy's floor first: it names who requires it)."""
-        for mode, source in ((self.approval_floor, "policy"), (self.approval, "setting")):
+        for mode, source in ((self.host.approval_floor, "policy"), (self.host.approval, "setting")):
             if four_eyes.required((mode,), request.flags):
                 request.four_eyes, request.four_eyes_source = mode, source
                 return
@@ -197,7 +227,7 @@ class StepRunner(Rollback):
     async def _decide(self, request: ApprovalRequest, run_all: bool) -> Decision:
         if not self.needs_approval(request, run_all):
             return Decision("run", request.block.code, by="auto")
-        decision = await self.approver.decide(request)
+        decision = await self.host.approver.decide(request)
         if (request.four_eyes and decision.action == "run"
                 and identity.same_person(decision.by, request.author)):
             # the approver let the author run it (an API callback): not a second person
@@ -209,7 +239,7 @@ class StepRunner(Rollback):
         self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str, emit: EventSink,
         spec: ToolSpec | None = None,
     ) -> None:
-        tracked = False if block.tool else await self.track_begin(block.language)
+        tracked = False if block.tool else await self.host.rollback.track_begin(block.language)
         started = time.monotonic()
         try:
             result = await self._run_with_timeout(block, context_of(emit))
@@ -218,10 +248,10 @@ class StepRunner(Rollback):
             record.duration_s = time.monotonic() - started
             record.feedback = prompts.step_feedback("interrupted", "")
             # recorded only: the front door is being stopped and shows no result
-            self.publish(StepDone(record, turn.index, block, spec))
+            self.host.publish(StepDone(record, turn.index, block, spec))
             raise
         if tracked and (result is None or result.status != "died"):
-            record.changes = await self.track_end()
+            record.changes = await self.host.rollback.track_end()
         record.duration_s = time.monotonic() - started
         if result is None:  # the step timeout stopped it (the executor interrupted the child)
             record.status = "interrupted"
@@ -234,10 +264,10 @@ class StepRunner(Rollback):
         record.outputs = result.outputs
         if result.status == "died":
             emit(Notice(result.message, "error"))  # the user sees it too, not only the model
-        policy = self.policy
+        policy = self.host.policy
         text = result.message or policy.output_text(result.outputs, block.code,
-                                                    self.max_output_chars)
-        text = self.secrets.redact(text)  # before the LLM sees it
+                                                    self.host.max_output_chars)
+        text = self.host.secrets.redact(text)  # before the LLM sees it
         outside = self._outside(turn, record, block, spec, result, text)
         if block.tool:
             record.feedback = prompts.tool_feedback(result.status, text, outside, self.fence)

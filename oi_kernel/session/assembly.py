@@ -130,7 +130,7 @@ class Session:
         """Write session_end and close the log (the child is the front door's to stop)."""
         log, self._log = self._log, None
         self.engine.recorder = None
-        self.engine.forget_saved_files()
+        self.engine.rollback.forget_saved_files()
         if log is not None and not log.closed:
             try:
                 log.write("session_end")

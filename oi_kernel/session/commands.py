@@ -352,7 +352,7 @@ async def _undo(ctx: CommandContext, arg: str) -> None:
     except ValueError as exc:
         raise ctx.usage("undo [N] (a whole number of instructions)") from exc
     engine = ctx.session.engine
-    removed, rolled = await engine.undo_and_roll_back(n)
+    removed, rolled = await engine.rollback.undo_and_roll_back(n)
     ctx.say(undo_message(removed, rolled, engine.checkpoints_enabled))
 
 
@@ -360,7 +360,7 @@ async def _undo(ctx: CommandContext, arg: str) -> None:
 def _checkpoints(ctx: CommandContext, arg: str) -> None:
     from oi_kernel.core.changes import checkpoints_markdown
 
-    ctx.say(checkpoints_markdown(ctx.session.engine.checkpoints, ctx.prefix))
+    ctx.say(checkpoints_markdown(ctx.session.engine.rollback.checkpoints, ctx.prefix))
 
 
 @command("restore", "K", "go back to checkpoint K (see checkpoints): variables and files")
@@ -369,7 +369,7 @@ async def _restore(ctx: CommandContext, arg: str) -> None:
         number = int(arg)
     except ValueError as exc:
         raise ctx.usage("restore K (a checkpoint number from the checkpoints command)") from exc
-    removed, rolled = await ctx.session.engine.restore(number)
+    removed, rolled = await ctx.session.engine.rollback.restore(number)
     forgot = (f" Forgot {len(removed)} instruction{'s' if len(removed) != 1 else ''} from the "
               "conversation.") if removed else ""
     ctx.say(rolled + forgot)
@@ -398,7 +398,7 @@ async def _load(ctx: CommandContext, arg: str) -> None:
     ctx.say(cio.load_message(saved, engine.llm.model, replay, ctx.prefix))
     blocks = cio.replay_blocks(saved)
     if replay and blocks:
-        turn = await engine.run_code_steps(f"{ctx.prefix}load {saved.path} --replay", blocks,
+        turn = await engine.steps.run_code_steps(f"{ctx.prefix}load {saved.path} --replay", blocks,
                                            ctx.events(), replayed_from=str(saved.path))
         counts: dict[str, int] = {}
         for step in turn.steps:
