@@ -305,6 +305,9 @@ def completion_object(body: dict, response: Response) -> dict:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked bodies, as real providers do
+    # each streamed chunk is its own small write: without TCP_NODELAY (which real providers'
+    # servers set) Nagle holds one until the client's delayed ACK, 40 ms, in some replies
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
