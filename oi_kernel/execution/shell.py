@@ -264,6 +264,9 @@ class ShellExecutor:
     @contextlib.contextmanager
     def _capture(self, collector: OutputCollector, parent_id: str | None) -> Iterator[None]:
         kernel = getattr(self.shell, "kernel", None)
+        if kernel is not None and parent_id is None:  # no turn (a command): the cell running now
+            with contextlib.suppress(Exception):
+                parent_id = kernel.get_parent("shell").get("header", {}).get("msg_id")
         if kernel is None or parent_id is None:
             with tee_std_streams(collector):
                 yield
