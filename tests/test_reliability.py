@@ -349,7 +349,7 @@ def test_connection_refused_is_retried_then_explained(_server, tmp_path):
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
         started = time.monotonic()
         result = ks.execute("say something", timeout=60)
-        assert time.monotonic() - started < 20
+        assert time.monotonic() - started < 40  # two retries, not a hang (20.4 s seen on a loaded CI)
         assert result.reply["content"]["ename"] == "LLMConnectionError"
         assert url in evalue(result) and "OI_API_BASE" in evalue(result)
         assert result.text.count("retrying in") == 2
