@@ -215,7 +215,7 @@ def test_interrupt_cancels_a_pending_card(oi, _server):
     started = time.monotonic()
     result = oi.execute("wait for me", on_message=fe, timeout=30)
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20  # (a card that ignores it waits for the 30 s timeout)
     assert "never" not in result.stdout
     assert "stopped" in records(result)[0]
     assert oi.execute("%%python\nprint('next cell works')").stdout == "next cell works\n"

@@ -118,11 +118,11 @@ def test_interrupt_while_code_runs(oi, _server):
     timer = threading.Timer(2.0, oi.km.interrupt_kernel)
     timer.start()
     started = time.monotonic()
-    result = oi.execute("sleep a while", timeout=20)
+    result = oi.execute("sleep a while", timeout=40)
     elapsed = time.monotonic() - started
     assert result.status == "error"
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
-    assert elapsed < 6, elapsed
+    assert elapsed < 20, elapsed  # the interrupt ended it: the sleep alone takes 30 s
     assert oi.execute("%%python\nprint('alive')").stdout == "alive\n"
 
 
@@ -132,7 +132,7 @@ def test_interrupt_while_streaming(oi, _server):
     timer.start()
     started = time.monotonic()
     result = oi.execute("talk a lot", timeout=30)
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 12  # the whole reply would take 20 s
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
     _server.enqueue(S.text("back"))
     assert "back" in oi.execute("are you there").text
@@ -143,7 +143,7 @@ def test_child_death_is_reported_and_child_restarts(oi, _server):
     _server.enqueue(S.tool_call("import os\nos._exit(3)"), S.text("It died."))
     started = time.monotonic()
     result = oi.execute("crash python", timeout=30)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20  # told, not waited out to the cell's timeout
     assert "The child kernel died" in result.text and "restarts on the next cell" in result.text
     assert "died" in sent_tool_results(_server.requests[1])[0]
     after = oi.execute("%%python\nprint('kept' in dir())")

@@ -206,7 +206,7 @@ def test_interrupt_while_the_card_is_pending(ip, _server):
     interrupt_when(ip, lambda: clicker.cards > 0)
     started = time.monotonic()
     result = ip.execute("%%oi\nwait for me", on_message=clicker, timeout=30)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20  # (a card that ignores it waits for the 30 s timeout)
     assert result.status == "error"
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
     assert "never" not in result.stdout
@@ -243,12 +243,12 @@ def test_interrupt_while_the_code_runs(ip, _server, sleep):
 
 
 def test_interrupt_while_the_reply_streams(ip, _server):
-    _server.enqueue(S.text("word " * 400, chunk_size=5, delay=0.05))
+    _server.enqueue(S.text("word " * 800, chunk_size=5, delay=0.05))
     seen: list[str] = []
     interrupt_when(ip, lambda: bool(seen))
     started = time.monotonic()
-    result = ip.execute("%%oi\ntalk a lot", on_message=lambda m: seen.append(m), timeout=40)
-    assert time.monotonic() - started < 10  # the whole reply would take 20 s
+    result = ip.execute("%%oi\ntalk a lot", on_message=lambda m: seen.append(m), timeout=60)
+    assert time.monotonic() - started < 20  # the whole reply would take 40 s
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
     _server.enqueue(S.text("back"))
     assert "back" in ip.execute("%%oi\nare you there").text

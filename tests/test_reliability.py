@@ -178,10 +178,10 @@ def test_auth_error_names_the_key_variable(oi, _server):
 
 
 def test_timeout_before_the_first_byte(oi, _server):
-    _server.enqueue(S.stall(20))
+    _server.enqueue(S.stall(40))
     started = time.monotonic()
-    result = oi.execute("say something", timeout=30)
-    assert time.monotonic() - started < 10
+    result = oi.execute("say something", timeout=60)
+    assert time.monotonic() - started < 20  # the 3 s timeout, not the server's 40 s
     assert result.reply["content"]["ename"] == "LLMTimeoutError"
     assert "did not answer within 3 s" in evalue(result)
     assert "request_timeout" in evalue(result)
@@ -189,10 +189,10 @@ def test_timeout_before_the_first_byte(oi, _server):
 
 
 def test_stream_that_stalls_midway_keeps_what_arrived(oi, _server):
-    _server.enqueue(S.text("Half an answer, and then silence.", chunk_size=15, delay=20))
+    _server.enqueue(S.text("Half an answer, and then silence.", chunk_size=15, delay=40))
     started = time.monotonic()
-    result = oi.execute("say something", timeout=40)
-    assert time.monotonic() - started < 12
+    result = oi.execute("say something", timeout=60)
+    assert time.monotonic() - started < 20  # the 3 s timeout, not the next chunk's 40 s
     assert result.reply["content"]["ename"] == "LLMTimeoutError"
     assert "Half an answer," in result.text
     assert "stalled" in evalue(result) and "kept" in evalue(result)
@@ -461,7 +461,7 @@ def test_interrupt_while_the_child_starts(flaky):
     interrupt_after(flaky, 1.0)
     started = time.monotonic()
     result = flaky.execute("%%python\nprint(1)", timeout=60)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15  # (a hung start is killed after 3 s: the ename tells)
     # not the start-up's own ChildKernelError after 3 s: the interrupt ended the cell
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
     flaky.flaky.set("ok")
@@ -553,7 +553,7 @@ def test_interrupt_while_waiting_for_the_first_byte(oi, _server):
     interrupt_after(oi, 1.0)
     started = time.monotonic()
     result = oi.execute("say something", timeout=40)
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 15  # (the 3 s request timeout would say LLMTimeoutError)
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
     _server.enqueue(S.text("Here."))
     assert "Here." in oi.execute("again").text
@@ -565,7 +565,7 @@ def test_interrupt_during_retry_backoff(oi, _server):
     interrupt_after(oi, 1.5)
     started = time.monotonic()
     result = oi.execute("say something", timeout=40)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15  # the back-off alone is 25 s
     assert "retrying in 25.0 s" in result.text
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
     assert len(_server.requests) == 1
