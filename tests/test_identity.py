@@ -94,7 +94,8 @@ def _engine(approval: str, floor: str = "never") -> Any:
 
 
 def _request(flags: list[Flag], author: str = "alice") -> ApprovalRequest:
-    return ApprovalRequest(1, 1, CodeBlock("python", "x = 1"), flags, author=author)
+    return ApprovalRequest(1, 1, CodeBlock("python", "x = 1"), flags, author=author,
+                           allow_stdin=True)
 
 
 @pytest.mark.unit
@@ -153,7 +154,7 @@ def _stdin_approver(answers: list[tuple[str, str]]) -> tuple[StdinApprover, list
         answer.by = by
         return answer
 
-    return StdinApprover(ask, lambda: True), prompts
+    return StdinApprover(ask), prompts
 
 
 @pytest.mark.unit
