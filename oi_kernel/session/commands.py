@@ -31,7 +31,9 @@ class CommandContext:
 
     session: Session
     say: Callable[[str], None]  # show markdown in the current cell
-    events: Callable[[], EventSink]  # the current cell's event sink
+    # the current cell's event sink; it carries the cell's ``TurnContext``, which code a
+    # command runs outside a turn is handed (``%tool NAME``'s check: ``context_of(events())``)
+    events: Callable[[], EventSink]
 
     @property
     def prefix(self) -> str:
