@@ -311,6 +311,21 @@ def test_four_eyes_lets_the_author_skip_but_never_run(lab, _server):
 
 
 @pytest.mark.kernel
+def test_each_collaborators_instruction_carries_its_own_author(lab, _server):
+    """Who sent a cell travels with that cell's turn (its ``TurnContext``), not on the
+    kernel's engine: alice's instruction, then bob's, each run by the other under four-eyes."""
+    assert lab.execute("%approval four-eyes").status == "ok"
+    _server.enqueue(S.tool_call(RISKY), S.text("done"), S.tool_call(RISKY), S.text("done"))
+    before = len(decisions(lab))
+    first = lab.execute("clean up", on_message=Clicks(lab, [("bob", "oi-run")]))
+    lab.kc.session.username = "bob"  # bob sends the next cell
+    second = lab.execute("clean up once more", on_message=Clicks(lab, [("alice", "oi-run")]))
+    assert "deleted" in first.stdout and "deleted" in second.stdout
+    assert [(d["action"], d["by"], d["author"]) for d in decisions(lab)[before:]] == [
+        ("approved", "bob", "alice"), ("approved", "alice", "bob")]
+
+
+@pytest.mark.kernel
 def test_the_stdin_question_names_the_answerer(_server, tmp_path):
     env = kernel_env(_server, tmp_path, OI_APPROVAL="always", OI_APPROVAL_UI="stdin")
     _server.reset()
