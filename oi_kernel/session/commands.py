@@ -31,9 +31,7 @@ class CommandContext:
 
     session: Session
     say: Callable[[str], None]  # show markdown in the current cell
-    # the current cell's event sink; it carries the cell's ``TurnContext``, which code a
-    # command runs outside a turn is handed (``%tool NAME``'s check: ``context_of(events())``)
-    events: Callable[[], EventSink]
+    events: Callable[[], EventSink]  # the current cell's event sink, with its TurnContext
 
     @property
     def prefix(self) -> str:
