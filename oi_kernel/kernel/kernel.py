@@ -139,7 +139,7 @@ class OIKernel(DirectCells, Kernel):
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None
-        self._context: TurnContext = NO_CONTEXT  # the cell's: its request, stdin, who sent it
+        self._context: TurnContext = NO_CONTEXT  # the cell's request (``_cell_context``)
         self._task: asyncio.Task[Any] | None = None
         self._instructions: list[tuple[int, str]] = []
         self._log_queue: list[Callable[[], Any]] = []
@@ -260,8 +260,7 @@ class OIKernel(DirectCells, Kernel):
     ) -> dict[str, Any]:
         self._parent_msg = self.get_parent("shell")
         self._parent_ident = self._get_shell_context_var(self._shell_parent_ident)
-        self._context = replace(self._cell_context(self._parent_msg),
-                                author=identity.from_message(self._parent_msg))
+        self._context = self._cell_context(self._parent_msg)  # + its author in _event_sink
         ok = {
             "status": "ok",
             "execution_count": self.execution_count,
@@ -327,12 +326,14 @@ class OIKernel(DirectCells, Kernel):
         self.publish("display_data", {"data": markdown_bundle(text), "metadata": {}})
 
     def _event_sink(self) -> Any:
-        """Where a turn's events go in the current cell."""
+        """Where a turn's events go in the current cell, with the cell's context and who sent
+        it (looked up here, not for every cell: without a user name in the environment it
+        is a password-database lookup, ~35 µs)."""
         _ = self.oi.log
         widgets = self._use_widgets()
         if widgets:
             self._ensure_widget_targets()
-        context = self._context
+        context = replace(self._context, author=identity.from_message(self._parent_msg))
         # The card, or the stdin prompt, shows a block that needs approval.
         view = TurnView(self.publish, shows_code=not (widgets or context.allow_stdin),
                         live=live_display(self.oi.display, self._widget_frontend or widgets),
