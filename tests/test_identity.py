@@ -94,7 +94,8 @@ def _engine(approval: str, floor: str = "never") -> Any:
 
 
 def _request(flags: list[Flag], author: str = "alice") -> ApprovalRequest:
-    return ApprovalRequest(1, 1, CodeBlock("python", "x = 1"), flags, author=author)
+    return ApprovalRequest(1, 1, CodeBlock("python", "x = 1"), flags, author=author,
+                           allow_stdin=True)
 
 
 @pytest.mark.unit
@@ -153,7 +154,7 @@ def _stdin_approver(answers: list[tuple[str, str]]) -> tuple[StdinApprover, list
         answer.by = by
         return answer
 
-    return StdinApprover(ask, lambda: True), prompts
+    return StdinApprover(ask), prompts
 
 
 @pytest.mark.unit
@@ -307,6 +308,21 @@ def test_four_eyes_lets_the_author_skip_but_never_run(lab, _server):
     assert "deleted" not in result.stdout
     assert [(d["action"], d["by"]) for d in decisions(lab)[before:]] == [("skipped", "alice")]
     assert sum("oi-four-eyes-refused" in n for n in fe.notes) >= 1
+
+
+@pytest.mark.kernel
+def test_each_collaborators_instruction_carries_its_own_author(lab, _server):
+    """Who sent a cell travels with that cell's turn (its ``TurnContext``), not on the
+    kernel's engine: alice's instruction, then bob's, each run by the other under four-eyes."""
+    assert lab.execute("%approval four-eyes").status == "ok"
+    _server.enqueue(S.tool_call(RISKY), S.text("done"), S.tool_call(RISKY), S.text("done"))
+    before = len(decisions(lab))
+    first = lab.execute("clean up", on_message=Clicks(lab, [("bob", "oi-run")]))
+    lab.kc.session.username = "bob"  # bob sends the next cell
+    second = lab.execute("clean up once more", on_message=Clicks(lab, [("alice", "oi-run")]))
+    assert "deleted" in first.stdout and "deleted" in second.stdout
+    assert [(d["action"], d["by"], d["author"]) for d in decisions(lab)[before:]] == [
+        ("approved", "bob", "alice"), ("approved", "alice", "bob")]
 
 
 @pytest.mark.kernel

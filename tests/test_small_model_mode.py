@@ -204,9 +204,9 @@ def test_a_served_context_window_is_used(llm_server):
 
 
 def test_card_and_stdin_prompt_say_the_code_was_recognised():
-    request = ApprovalRequest(1, 1, CodeBlock("python", "print(1)", bare=True))
+    request = ApprovalRequest(1, 1, CodeBlock("python", "print(1)", bare=True), allow_stdin=True)
     assert "recognised as code" in header_html(request)
-    plain = ApprovalRequest(1, 1, CodeBlock("python", "print(1)"))
+    plain = ApprovalRequest(1, 1, CodeBlock("python", "print(1)"), allow_stdin=True)
     assert "recognised" not in header_html(plain)
     assert "recognised as code" in record_html(request, Decision("run", "print(1)"))
     assert "recognised" not in record_html(plain, Decision("run", "print(1)"))
@@ -216,7 +216,7 @@ def test_card_and_stdin_prompt_say_the_code_was_recognised():
         prompts.append(prompt)
         return "y"
 
-    approver = StdinApprover(ask, lambda: True)
+    approver = StdinApprover(ask)
     asyncio.run(approver.decide(request))
     asyncio.run(approver.decide(plain))
     assert RECOGNISED_PROMPT in prompts[0] and RECOGNISED_PROMPT not in prompts[1]

@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from oi_kernel.approval.approvers import StdinApprover
+from oi_kernel.core import identity
 from oi_kernel.core.engine import Engine
+from oi_kernel.core.events import Decided
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.turn_context import (
     NO_CONTEXT,
@@ -19,7 +22,8 @@ from oi_kernel.core.turn_context import (
     context_of,
     with_context,
 )
-from oi_kernel.core.types import CodeBlock, Reply, ToolCall
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, Reply, ToolCall
+from oi_kernel.errors import ApprovalUnavailableError, OIError
 from oi_kernel.execution.runner import ChildRunner
 from tests.fake_model import FakeModel
 
@@ -140,3 +144,119 @@ def test_the_child_runner_sends_each_block_under_the_cells_request(hold_errors):
     assert child.sent[0] == ("cell-msg-1", True)
     fresh, stdin = child.sent[1]
     assert fresh.startswith("oi-run-") and stdin is False
+
+
+# ----------------------------------------------------------------------------- who sent it
+class _Asks:
+    """An approver that notes what each request says of its turn and runs the block; with
+    ``hold`` it answers only once ``hold`` requests are waiting (two turns at once)."""
+
+    def __init__(self, hold: int = 1) -> None:
+        self.seen: list[tuple[str, str, bool]] = []
+        self.hold = hold
+        self._all_in: asyncio.Event | None = None
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        self.seen.append((request.block.code, request.author, request.allow_stdin))
+        if self._all_in is None:
+            self._all_in = asyncio.Event()
+        if len(self.seen) >= self.hold:
+            self._all_in.set()
+        await asyncio.wait_for(self._all_in.wait(), 5)
+        return Decision("run", request.block.code, by="carol")
+
+
+def _asking_engine(approver: Any, *replies: Any) -> tuple[Engine, list[Any]]:
+    engine, _ = _engine(*replies)
+    engine.approver = approver
+    engine.approval = "always"
+    recorded: list[Any] = []
+    engine.recorder = recorded.append
+    return engine, recorded
+
+
+def _authors(recorded: list[Any]) -> list[tuple[str, str]]:
+    return [(e.record.block.code, e.request.author) for e in recorded
+            if isinstance(e, Decided) and e.request is not None]
+
+
+def test_the_author_comes_with_the_turns_context_and_never_stays_behind():
+    """A kernel cell's turn (alice), then a turn from a door that names nobody (the API):
+    the second is the process's user's, not the previous front door's."""
+    approver = _Asks()
+    engine, recorded = _asking_engine(approver, _call(1, "a = 1"), "done", _call(2, "b = 2"),
+                                      "done")
+    alice = TurnContext("cell-a", allow_stdin=True, author="alice")
+    asyncio.run(engine.run_turn("first", with_context(lambda e: None, alice)))
+    asyncio.run(engine.run_turn("second", lambda e: None))
+    assert approver.seen == [("a = 1", "alice", True), ("b = 2", identity.person(), False)]
+    assert _authors(recorded) == [("a = 1", "alice"), ("b = 2", identity.person())]
+    assert not hasattr(engine, "author")  # no identity kept on the shared engine
+
+
+def test_two_turns_at_once_each_keep_their_own_author():
+    """Two collaborators' turns waiting for a decision at the same time on one engine."""
+    approver = _Asks(hold=2)
+    engine, recorded = _asking_engine(approver, _call(1, "a = 1"), _call(2, "b = 2"),
+                                      "done", "done")
+    alice = with_context(lambda e: None, TurnContext("cell-a", author="alice"))
+    bob = with_context(lambda e: None, TurnContext("cell-b", allow_stdin=True, author="bob"))
+
+    async def both() -> None:
+        await asyncio.gather(engine.run_turn("alice's", alice), engine.run_turn("bob's", bob))
+
+    asyncio.run(both())
+    assert sorted(approver.seen) == [("a = 1", "alice", False), ("b = 2", "bob", True)]
+    assert sorted(_authors(recorded)) == [("a = 1", "alice"), ("b = 2", "bob")]
+
+
+def test_the_stdin_question_is_asked_only_when_the_turns_context_allows_it():
+    """The stdin approver reads the permission from the turn's context (through its
+    request), not from the front door."""
+    asked: list[str] = []
+
+    async def ask(prompt: str) -> str:
+        asked.append(prompt)
+        return "y"
+
+    engine, _ = _asking_engine(StdinApprover(ask), _call(1, "a = 1"), "done", _call(2, "b = 2"))
+    console = TurnContext("cell-a", allow_stdin=True, author="alice")
+    turn = asyncio.run(engine.run_turn("asked", with_context(lambda e: None, console)))
+    assert turn.end_reason == "done" and len(asked) == 1 and "a = 1" in asked[0]
+    with pytest.raises(ApprovalUnavailableError):
+        asyncio.run(engine.run_turn("no stdin", with_context(lambda e: None, TurnContext("c"))))
+    assert len(asked) == 1
+
+
+# ----------------------------------------------------------------------------- commands
+class _Session:
+    """The part of a ``Session`` that ``%tool NAME`` uses."""
+
+    def __init__(self, executor: _Executor) -> None:
+        self.executor = executor
+        self.engine = Engine(executor, object(), llm=FakeModel())
+        self.published: list[Any] = []
+
+    def publish(self, event: Any) -> None:
+        self.published.append(event)
+
+
+def test_a_command_hands_its_cells_context_to_the_code_it_runs():
+    """``%tool NAME`` runs a signature check outside any turn: it runs for the command's
+    cell (the context of the command's sink), so the executor needs no other source."""
+    from oi_kernel.session import tools
+
+    class _Signatures(_Executor):
+        async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
+            await super().run(block, context)
+            spec = {"name": "double", "description": "Double x.", "parameters": {
+                "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}
+            return ExecResult("ok", [{"output_type": "display_data",
+                                      "data": {tools.TOOL_MIME: spec}}])
+
+    executor = _Signatures()
+    session = _Session(executor)
+    sink = with_context(lambda e: None, CELL)
+    text = asyncio.run(tools.tool_command(session, ["double"], lambda: sink, OIError("usage")))
+    assert "`double(x)`: offered" in text
+    assert [context for _, context in executor.ran] == [CELL]

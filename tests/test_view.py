@@ -92,7 +92,8 @@ def decide(answers: list[str], req: ApprovalRequest, stdin: bool = True
         asked.append(prompt)
         return next(replies)
 
-    return asyncio.run(StdinApprover(ask, lambda: stdin).decide(req)), asked
+    req.allow_stdin = stdin  # what the turn's context says (core.turn_context)
+    return asyncio.run(StdinApprover(ask).decide(req)), asked
 
 
 def test_view_then_run():

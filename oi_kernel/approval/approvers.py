@@ -127,7 +127,8 @@ def answerer(answer: str) -> str:
 
 
 class StdinApprover:
-    """Asks on the frontend's stdin (a terminal's prompt); refuses when there is none.
+    """Asks on the frontend's stdin (a terminal's prompt); refuses when the request's turn may
+    not ask there (``request.allow_stdin``, from the turn's context: the cell's request says).
 
     Every question carries what it is about (``approval_prompt``): a client may draw
     the prompt before the output that was sent just before it. The decision names who
@@ -137,12 +138,11 @@ class StdinApprover:
 
     shows_code = True
 
-    def __init__(self, ask: Ask, has_stdin: Callable[[], bool]) -> None:
+    def __init__(self, ask: Ask) -> None:
         self.ask = ask
-        self.has_stdin = has_stdin
 
     async def decide(self, request: ApprovalRequest) -> Decision:
-        if not self.has_stdin():
+        if not request.allow_stdin:
             raise ApprovalUnavailableError()
         decision = await self._ask_until_decided(request)
         if (request.four_eyes and decision.action == "run"

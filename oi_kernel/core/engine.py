@@ -101,7 +101,6 @@ class Engine(EngineSettings):
         # Set by an administrator's policy (session.policy_rules): the least approval that
         # applies even after "Run all", and who set each session cap (for its message).
         self.approval_floor = "never"
-        self.author = ""  # who sent the current instruction (set by the front door)
         self.cap_sources: dict[str, str] = {}
         # "ask": the policy makes every step that follows outside content ask (Run all too)
         self.untrusted_content = ""

@@ -61,7 +61,6 @@ class StepHost(Protocol):
     approval: str
     approval_floor: str
     untrusted_content: str
-    author: str
     step_timeout: float
     max_output_chars: int
     turns: list[Turn]
@@ -156,10 +155,12 @@ class StepRunner:
         followed = [u for u in turn.untrusted if u["read"]]
         if followed:
             flags = [*flags, untrusted_flag(followed)]
+        context = context_of(emit)  # the turn's own request: who sent it, whether stdin asks
         request = ApprovalRequest(turn.index, record.index, block, flags, sandboxed,
                                   run_all_allowed=not _asks(self.host.approval_floor, None),
                                   tool=spec.label if spec else "",
-                                  author=self.host.author or identity.person())
+                                  author=context.author or identity.person(),
+                                  allow_stdin=context.allow_stdin)
         self.four_eyes_for(request)
         emit(StepReviewed(turn.index, record.index, block, flags, followed, spec))
         if spec is None and (language is None or language not in self.host.offered_languages()):

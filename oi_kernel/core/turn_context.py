@@ -2,10 +2,14 @@
 
 A front door starts a turn with a sink for its events; when the turn answers a request of its
 own (a kernel cell, a ``%%oi`` cell) the sink carries that request's ``TurnContext``:
-``with_context(sink, context)``. The engine hands the context to the executor with each block
-it runs (``Executor.run(block, context=...)``), so where code runs learns which request its
-output belongs to, and whether the user may be asked for input, without calling back into the
-front door. A sink without one (the API, ACP, a test) has ``NO_CONTEXT``.
+``with_context(sink, context)``. Everything below the front door reads the request's facts from
+there, never from the front door's (or the engine's) state: the engine hands the context to the
+executor with each block it runs (``Executor.run(block, context=...)``), so where code runs
+learns which request its output belongs to and whether the user may be asked for input; each
+approval request carries who sent the instruction and whether stdin may be used. So two turns
+(two front doors, two collaborators) never read each other's. A command that runs code outside
+a turn hands on the context of its cell's sink the same way. A sink without one (the API, ACP, a
+test) has ``NO_CONTEXT``.
 """
 
 from __future__ import annotations
@@ -22,10 +26,13 @@ EventSink = Callable[[Any], None]
 class TurnContext:
     """The request a turn answers: ``parent_id`` is its msg_id (the code's output is routed
     to it, and widgets' Output capture follows it), None when there is none; ``allow_stdin``:
-    the code may ask the user for input (``input()``)."""
+    the user may be asked on stdin (the code's ``input()``, the approval question);
+    ``author``: who sent it (``core.identity``), "" when the front door cannot tell (the
+    engine then names the process's user)."""
 
     parent_id: str | None = None
     allow_stdin: bool = False
+    author: str = ""
 
 
 NO_CONTEXT = TurnContext()

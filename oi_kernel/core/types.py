@@ -89,6 +89,7 @@ class ApprovalRequest:
     run_all_allowed: bool = True  # False: an administrator's policy asks about every block
     tool: str = ""  # a tool step: "server › tool" (the block's code is the JSON arguments)
     author: str = ""  # who sent the instruction (``core.identity``)
+    allow_stdin: bool = False  # the user may be asked on stdin (the turn's ``TurnContext``)
     # four-eyes: the mode ("four-eyes" / "four-eyes-all") that makes this step need a
     # decision by someone other than ``author`` ("" when it does not), and who set it
     # ("policy": the administrator's policy, "setting": %approval or the config)

@@ -227,8 +227,8 @@ class ShellExecutor:
 
     async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
         """Run the block as a nested cell; its output is captured from the messages sent for
-        the request the turn answers (``context.parent_id``; None, in a terminal: from
-        stdout and stderr)."""
+        the request the turn (or the command) answers, ``context.parent_id``; without one (a
+        terminal) from stdout and stderr."""
         cell = as_ipython_cell(block.language, block.code)
         collector = OutputCollector()
         with self._capture(collector, context.parent_id):
@@ -264,9 +264,6 @@ class ShellExecutor:
     @contextlib.contextmanager
     def _capture(self, collector: OutputCollector, parent_id: str | None) -> Iterator[None]:
         kernel = getattr(self.shell, "kernel", None)
-        if kernel is not None and parent_id is None:  # no turn (a command): the cell running now
-            with contextlib.suppress(Exception):
-                parent_id = kernel.get_parent("shell").get("header", {}).get("msg_id")
         if kernel is None or parent_id is None:
             with tee_std_streams(collector):
                 yield

@@ -15,6 +15,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ipykernel.kernelbase import Kernel
@@ -24,7 +25,7 @@ from oi_kernel import _version, config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
 from oi_kernel.core import identity
-from oi_kernel.core.turn_context import with_context
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, with_context
 from oi_kernel.errors import OIError
 from oi_kernel.execution.runner import Execution
 from oi_kernel.kernel import cells
@@ -117,7 +118,7 @@ class OIKernel(DirectCells, Kernel):
         self._widget_frontend = False
         approver = WidgetApprover(
             self.publish, self._use_widgets,
-            fallback=StdinApprover(self.ask_stdin, lambda: self._allow_stdin),
+            fallback=StdinApprover(self.ask_stdin),
         )
         self.oi = build_session(kernel_kind(), approver=approver, parent=self)
         self.oi.notify = self._notify
@@ -138,7 +139,7 @@ class OIKernel(DirectCells, Kernel):
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None
-        self._allow_stdin = False
+        self._context: TurnContext = NO_CONTEXT  # the cell's request (``_cell_context``)
         self._task: asyncio.Task[Any] | None = None
         self._instructions: list[tuple[int, str]] = []
         self._log_queue: list[Callable[[], Any]] = []
@@ -259,8 +260,7 @@ class OIKernel(DirectCells, Kernel):
     ) -> dict[str, Any]:
         self._parent_msg = self.get_parent("shell")
         self._parent_ident = self._get_shell_context_var(self._shell_parent_ident)
-        self._allow_stdin = allow_stdin
-        self.engine.author = identity.from_message(self._parent_msg)
+        self._context = self._cell_context(self._parent_msg)  # + its author in _event_sink
         ok = {
             "status": "ok",
             "execution_count": self.execution_count,
@@ -326,17 +326,20 @@ class OIKernel(DirectCells, Kernel):
         self.publish("display_data", {"data": markdown_bundle(text), "metadata": {}})
 
     def _event_sink(self) -> Any:
-        """Where a turn's events go in the current cell."""
+        """Where a turn's events go in the current cell, with the cell's context and who sent
+        it (looked up here, not for every cell: without a user name in the environment it
+        is a password-database lookup, ~35 µs)."""
         _ = self.oi.log
         widgets = self._use_widgets()
         if widgets:
             self._ensure_widget_targets()
+        context = replace(self._context, author=identity.from_message(self._parent_msg))
         # The card, or the stdin prompt, shows a block that needs approval.
-        view = TurnView(self.publish, shows_code=not (widgets or self._allow_stdin),
+        view = TurnView(self.publish, shows_code=not (widgets or context.allow_stdin),
                         live=live_display(self.oi.display, self._widget_frontend or widgets),
-                        pieces=self._allow_stdin, compact_errors=True)
+                        pieces=context.allow_stdin, compact_errors=True)
         cell_id = self._parent_msg.get("metadata", {}).get("cellId")
-        return with_context(self.frontend.watch(view, cell_id), self._cell_context(self._parent_msg))
+        return with_context(self.frontend.watch(view, cell_id), context)
 
     async def run_instruction(self, instruction: str) -> None:
         await self.engine.run_turn(instruction, self._event_sink())
@@ -348,7 +351,7 @@ class OIKernel(DirectCells, Kernel):
                                password=password)
 
     async def _on_child_input(self, prompt: str, password: bool, parent_id: str) -> str:
-        if not self._allow_stdin:
+        if not self._context.allow_stdin:  # the child was not told it may ask: refuse
             return ""
         return str(await self.ask_stdin(prompt, password))
 

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from oi_kernel.core import identity
+from oi_kernel.core.turn_context import TurnContext
 from oi_kernel.execution.shell import InterruptGuard
 from oi_kernel.session import stdin
 
@@ -27,6 +28,7 @@ class KernelFrontend:
         self.widgets = widgets
         self.parent = kernel.get_parent("shell")
         self.author = identity.from_message(self.parent)  # who sent this cell
+        self.allow_stdin = bool((self.parent.get("content") or {}).get("allow_stdin"))
         try:
             self.ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
         except Exception:  # an ipykernel without per-request identities
@@ -41,11 +43,13 @@ class KernelFrontend:
         """The notebook cell's id, as JupyterLab puts it in the request's metadata."""
         return (self.parent.get("metadata") or {}).get("cellId")
 
+    @property
+    def context(self) -> TurnContext:
+        """The cell's request, as its turn carries it (``core.turn_context``)."""
+        return TurnContext(self.parent_id, self.allow_stdin, self.author)
+
     def publish(self, msg_type: str, content: dict[str, Any]) -> None:
         self.kernel.session.send(self.kernel.iopub_socket, msg_type, content, parent=self.parent)
-
-    def has_stdin(self) -> bool:
-        return bool(getattr(self.kernel, "_allow_stdin", False))
 
     async def ask(self, prompt: str) -> str:
         """An input_request awaited without blocking the event loop (so it can be cancelled)."""
@@ -57,10 +61,12 @@ class TerminalFrontend:
 
     widgets = False
     parent_id = None
+    allow_stdin = True  # input() on the terminal
 
     def __init__(self, guard: InterruptGuard) -> None:
         self.guard = guard
         self.author = identity.person()  # the terminal's user
+        self.context = TurnContext(None, self.allow_stdin, self.author)
         self._shown: dict[str, str] = {}  # display_id -> text printed so far
         self._open: str | None = None  # display_id whose last line is still being written
 
@@ -86,9 +92,6 @@ class TerminalFrontend:
             sys.stdout.write("\n")
             self._open = None
         sys.stdout.flush()
-
-    def has_stdin(self) -> bool:
-        return True
 
     async def ask(self, prompt: str) -> str:
         """``input()`` (blocking: nothing else runs meanwhile); Ctrl-C cancels the turn."""

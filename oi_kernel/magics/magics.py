@@ -36,7 +36,7 @@ from oi_kernel import config
 from oi_kernel.approval.approvers import StdinApprover
 from oi_kernel.approval.card import WidgetApprover
 from oi_kernel.core import four_eyes
-from oi_kernel.core.turn_context import TurnContext, with_context
+from oi_kernel.core.turn_context import with_context
 from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
@@ -105,9 +105,7 @@ class OIMagics(Magics):
         approver = WidgetApprover(
             self._publish,
             lambda: self.frontend is not None and self.frontend.widgets,
-            fallback=StdinApprover(
-                self._ask, lambda: self.frontend is not None and self.frontend.has_stdin()
-            ),
+            fallback=StdinApprover(self._ask),
         )
         executor = ShellExecutor(shell, self.guard)
         self.oi = build_session("magic", approver=approver, executor=executor, parent=self)
@@ -149,14 +147,15 @@ class OIMagics(Magics):
     def _view(self, frontend: KernelFrontend | TerminalFrontend) -> Any:
         """Where a turn's events go in the current cell (carrying its request, whose output
         the executor captures)."""
+        context = frontend.context
         # The card, or the stdin prompt, shows a block that needs approval.
         view: Any = TurnView(frontend.publish,
-                             shows_code=not (frontend.widgets or frontend.has_stdin()),
+                             shows_code=not (frontend.widgets or context.allow_stdin),
                              live=live_display(self.oi.display, frontend.widgets),
-                             pieces=frontend.has_stdin())
+                             pieces=context.allow_stdin)
         if self.comms is not None and isinstance(frontend, KernelFrontend):
             view = self.comms.watch(view, frontend.cell_id)
-        return with_context(view, TurnContext(frontend.parent_id, frontend.has_stdin()))
+        return with_context(view, context)
 
     def close(self) -> None:
         """Forget the session (the extension is being unloaded)."""
@@ -200,7 +199,6 @@ class OIMagics(Magics):
             raise UsageError(str(exc)) from None
         self._running = True
         self.frontend = frontend = self._new_frontend()
-        self.engine.author = frontend.author
         try:
             with self._cell_options(args):
                 task = asyncio.ensure_future(self.engine.run_turn(instruction, self._view(frontend)))

@@ -31,7 +31,7 @@ class CommandContext:
 
     session: Session
     say: Callable[[str], None]  # show markdown in the current cell
-    events: Callable[[], EventSink]  # the current cell's event sink
+    events: Callable[[], EventSink]  # the current cell's event sink, with its TurnContext
 
     @property
     def prefix(self) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from oi_kernel import config
 from oi_kernel.core.events import ToolsOffered
 from oi_kernel.core.tools import CALL, FIND, ToolSpec
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of
 from oi_kernel.core.types import CodeBlock
 from oi_kernel.errors import ConfigError, OIError
 
@@ -255,10 +256,13 @@ def check_names(names: list[str]) -> None:
                           "mcp_find/mcp_call.")
 
 
-async def offer_functions(session: Any, names: list[str]) -> list[str]:
-    """Offer notebook functions as tools; returns one line per function (or problem)."""
+async def offer_functions(session: Any, names: list[str],
+                          context: TurnContext = NO_CONTEXT) -> list[str]:
+    """Offer notebook functions as tools; returns one line per function (or problem). The
+    signature check runs for the request of ``context`` (the command's cell)."""
     check_names(names)
-    result = await session.executor.run(CodeBlock("python", _INTROSPECT % (names,)))
+    result = await session.executor.run(CodeBlock("python", _INTROSPECT % (names,)),
+                                        context=context)
     specs = [o["data"][TOOL_MIME] for o in result.outputs
              if TOOL_MIME in (o.get("data") or {})]
     if result.status != "ok" or not specs:
@@ -294,8 +298,8 @@ async def tool_command(session: Any, words: list[str], events: Any, usage: OIErr
         for name in words[1:]:
             del functions[name]
         return f"No longer offered: {', '.join(words[1:])}."
-    events()  # the cell whose outputs the signature check's code goes to (%oi tool)
-    return "\n".join(await offer_functions(session, words))
+    cell = context_of(events())  # the signature check's code runs for the command's cell
+    return "\n".join(await offer_functions(session, words, cell))
 
 
 def describe_functions(session: Any) -> str:
