@@ -235,3 +235,50 @@ def test_a_real_session_s_turns_are_rebuilt_from_what_the_log_was_sent(tmp_path:
     assert len(turns) == 2 and [t.end_reason for t in turns] == ["done", "done"]
     assert [s.status for s in turns[1].steps] == ["ok", "ok", "ok", "skipped"]
     assert rebuild(seen) == turns
+
+
+@pytest.mark.unit
+def test_recorded_code_run_as_steps_is_rebuilt_too() -> None:
+    """``run_code_steps`` (``%load --replay``): a turn without the model."""
+    engine = Engine(_Executor([_printed("1\n")]), _Approver([True, "no"]), llm=FakeModel(),
+                    approval="always")
+    events: list[Any] = []
+    blocks = [CodeBlock("python", "print(1)"), CodeBlock("python", "print(2)")]
+    turn = asyncio.run(engine.steps.run_code_steps("replay of a.json", blocks, events.append,
+                                                   replayed_from="a.json"))
+    _same_but_not_shared(rebuild(events), engine)
+    assert [s.status for s in turn.steps] == ["ok", "skipped"] and turn.end_reason == "done"
+
+
+class _Hangs(_Executor):
+    """Runs each block until it is interrupted; ``running`` is set once one started."""
+
+    async def run(self, block: CodeBlock, context: Any = None) -> Any:
+        self.running.set()
+        await asyncio.Event().wait()
+
+
+@pytest.mark.unit
+def test_an_interrupted_step_is_rebuilt_from_what_the_recorder_was_sent() -> None:
+    """The interrupted step's end goes to the recorder only (the front door is being
+    stopped): the recorder's events rebuild the engine's turn, the front door's lack it."""
+    executor = _Hangs([])
+    engine = Engine(executor, approver=object(), llm=FakeModel([_fenced("while True: pass")]),
+                    approval="never")
+    recorded: list[Any] = []
+    shown: list[Any] = []
+    engine.recorder = recorded.append
+
+    async def interrupt() -> None:
+        executor.running = asyncio.Event()
+        task = asyncio.ensure_future(engine.run_turn("spin", shown.append))
+        await asyncio.wait_for(executor.running.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(interrupt())
+    [turn] = engine.turns
+    assert (turn.end_reason, [s.status for s in turn.steps]) == ("interrupted", ["interrupted"])
+    _same_but_not_shared(rebuild(recorded), engine)
+    assert rebuild(shown) != engine.turns
