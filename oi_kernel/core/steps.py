@@ -73,7 +73,7 @@ class StepHost(Protocol):
     author: str
     step_timeout: float
     max_output_chars: int
-    turns: list[Turn]
+    turns: list[Turn]  # as the events build them (core.turn_fold): read, never assigned
     conversation: Conversation  # (only where the next instruction will start)
 
     @property

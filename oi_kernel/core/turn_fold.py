@@ -9,17 +9,17 @@ an ACP client, a replay of a recorded turn) gets the same records by folding the
 
 Which event sets what:
 
-=================  ==============================================================
-``TurnStarted``    a new ``Turn`` (index, instruction, started, conversation_index)
-``LLMRequested``   the outside text noted so far is ``read`` (the model is sent it)
-``ReplyDone``      ``llm_calls`` + 1, ``usage`` + the reply's
-``SampleDrawn``    ``samples`` + 1, ``usage`` + the sample's
-``StepReviewed``   a new ``StepRecord`` (index, proposed block)
-``Decided``        the step's ``decision``; a step that ends there: status and feedback
-``UntrustedNotice`` ``untrusted_noticed``
-``StepDone``       status, outputs, feedback, duration_s, changes; ``untrusted`` entries
-``TurnDone``       ``end_reason``, ``final_text``
-=================  ==============================================================
+===================  ============================================================
+``TurnStarted``      a new ``Turn`` (index, instruction, started, conversation_index)
+``LLMRequested``     the outside text noted so far is ``read`` (the model is sent it)
+``ReplyDone``        ``llm_calls`` + 1, ``usage`` + the reply's
+``SampleDrawn``      ``samples`` + 1, ``usage`` + the sample's
+``StepReviewed``     a new ``StepRecord`` (index, proposed block)
+``Decided``          the step's ``decision``; a step that ends there: status, feedback
+``UntrustedNotice``  ``untrusted_noticed``
+``StepDone``         status, outputs, feedback, duration_s, changes; ``untrusted``
+``TurnDone``         ``end_reason``, ``final_text``
+===================  ============================================================
 
 Events outside a turn, and turn events before any ``TurnStarted``, change nothing.
 """
