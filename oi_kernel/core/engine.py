@@ -25,6 +25,7 @@ from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
     ConversationReset,
     ConversationUndone,
+    Decided,
     Event,
     EventSink,
     LLMFailed,
@@ -54,6 +55,7 @@ from oi_kernel.core.tools import (
     fenced_tool_calls,
 )
 from oi_kernel.core.turn_context import context_of, with_context
+from oi_kernel.core.turn_fold import TurnBuilder
 from oi_kernel.core.types import CodeBlock, Reply, StepRecord, Turn, Usage
 from oi_kernel.errors import (
     ApprovalUnavailableError,
@@ -72,6 +74,7 @@ EMPTY_REPLY_NOTICE = (
     "The model sent an empty reply (no text and no code). Ask again or rephrase; if it keeps "
     "happening, check the model (`%model`) and its server."
 )
+NOT_REACHED = "Not run: the user stopped this instruction."
 ONLY_REASONING_NOTICE = (
     "The model only reasoned (shown as thinking above) and gave no answer and no code. Ask "
     "again or rephrase; if it keeps happening, the model may need a larger reply limit."
@@ -95,7 +98,8 @@ class Engine(EngineSettings):
         self.executor = executor
         self.approver = approver
         self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
-        self.turns: list[Turn] = []
+        self.turns: list[Turn] = []  # derived from the turns' events (``publish``)
+        self._fold = TurnBuilder(self.turns)
         self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
         self.tool_settings = Tools(parent=self)
         # Set by an administrator's policy (session.policy_rules): the least approval that
@@ -127,7 +131,9 @@ class Engine(EngineSettings):
         return self.policy.step_limit()
 
     def publish(self, event: Event) -> None:
-        """Record an event (the session log); a failing log never breaks a turn."""
+        """Fold an event into ``turns``, then record it (the session log); a failing log
+        never breaks a turn."""
+        self._fold(event)
         if self.recorder is not None:
             try:
                 self.recorder(event)
@@ -135,8 +141,8 @@ class Engine(EngineSettings):
                 self.log.exception("session log write failed")
 
     def tee(self, emit: EventSink) -> EventSink:
-        """A turn's sink: each event is recorded, then goes on to the front door (with the
-        context the front door's sink carries)."""
+        """A turn's sink: each event is folded into ``turns`` and recorded (``publish``),
+        then goes on to the front door (with the context the front door's sink carries)."""
 
         def out(event: Event) -> None:
             self.publish(event)
@@ -236,38 +242,39 @@ class Engine(EngineSettings):
             check()
         self._check_instruction(instruction)
         note = await self._namespace_note()  # before the turn exists: an interrupt here is clean
-        turn = Turn(index=len(self.turns) + 1, instruction=instruction,
-                    conversation_index=len(self.conversation.turn_starts))
-        self.turns.append(turn)
-        emit(TurnStarted(turn.index, instruction))
+        emit(TurnStarted(len(self.turns) + 1, instruction,
+                         conversation_index=len(self.conversation.turn_starts)))
+        turn = self.turns[-1]
         self.conversation.start_turn(instruction + note)
+        reason, final_text = "", ""
         try:
-            await self._loop(turn, emit)
+            reason, final_text = await self._loop(turn, emit)
         except asyncio.CancelledError:
-            turn.end_reason = "interrupted"
+            reason = "interrupted"
             self.conversation.close_open_tool_calls(
                 "The user interrupted this step; it did not finish.")
             raise
         except LLMError as exc:
-            turn.end_reason = "llm_error"
+            reason = "llm_error"
             self.conversation.close_open_tool_calls("The step did not run.")
             if exc.partial_text:
                 self.conversation.append({"role": "assistant", "content": exc.partial_text})
             raise
         except ApprovalUnavailableError:
-            turn.end_reason = "approval_unavailable"
+            reason = "approval_unavailable"
             self.conversation.close_open_tool_calls(
                 "The user could not be asked; the code was not run.")
             raise
         except Exception as exc:  # e.g. the child kernel did not start: keep the conversation valid
-            turn.end_reason = "error"
+            reason = "error"
             self.conversation.close_open_tool_calls(f"The step did not run: {exc}")
             raise
         finally:
-            self._end_turn(turn, emit)
+            emit(TurnDone(turn, reason, final_text))
         return turn
 
-    async def _loop(self, turn: Turn, emit: EventSink) -> None:
+    async def _loop(self, turn: Turn, emit: EventSink) -> tuple[str, str]:
+        """Ask, run, feed back until the turn ends; returns why it ended and the answer."""
         await self.llm.prepare()  # litellm imported, the model's server asked (small or not)
         if notice := self.llm.take_notice():
             emit(Notice(notice))
@@ -276,9 +283,8 @@ class Engine(EngineSettings):
         drafts: list[Draft] = []  # this reply's drafts set aside so far (small models)
         for call in range(1, policy.step_limit() + 1):
             if notice := self._cap_notice(turn):
-                turn.end_reason = "cap"
                 emit(Notice(notice, "warning"))
-                return
+                return "cap", ""
             reply, blocks, problems = await self._ask(turn, call, emit, policy, len(drafts))
             if blocks and not problems:
                 sample = self._sampler(turn, call, emit)
@@ -290,22 +296,18 @@ class Engine(EngineSettings):
                     continue  # set aside: ask again
             drafts = []
             if not blocks and not problems:
-                turn.final_text = reply.text
-                turn.end_reason = "done"
                 if not reply.text.strip() and not reply.tool_calls:
                     self._empty_reply(turn, reply, emit)
-                return
+                return "done", reply.text
             run_all, stop = await self._run_blocks(turn, reply, blocks, problems, run_all, emit)
             if stop:
-                turn.end_reason = "stopped"
-                return
+                return "stopped", ""
             if policy.turn_done(turn, len(blocks)):
-                turn.end_reason = "done"
-                return
-        turn.end_reason = "max_steps"
+                return "done", ""
         emit(Notice(
             f"Stopped after {policy.step_limit()} LLM calls (the step cap). Say 'continue' to "
             f"go on, or raise it with {policy.step_limit_setting()}.", "warning"))
+        return "max_steps", ""
 
     def _empty_reply(self, turn: Turn, reply: Reply, emit: EventSink) -> None:
         """A reply with no answer and no code: after steps that ran, the model has nothing
@@ -315,9 +317,6 @@ class Engine(EngineSettings):
             return
         emit(Notice(ONLY_REASONING_NOTICE if reply.reasoning.strip() else EMPTY_REPLY_NOTICE,
                     "warning"))
-
-    def _end_turn(self, turn: Turn, emit: EventSink) -> None:
-        emit(TurnDone(turn))
 
     async def _ask(
         self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy, redraw: int = 0
@@ -335,8 +334,6 @@ class Engine(EngineSettings):
                 emit(ToolsUnsupported(turn.index, call, str(exc)))
                 if self.llm.uses_tools():  # it did not take note: do not ask forever
                     raise
-        turn.llm_calls += 1
-        turn.usage = turn.usage + reply.usage
         self.usage = self.usage + reply.usage
         blocks, problems = self._proposed(reply, policy)
         emit(ReplyDone(call, reply, blocks, turn.index))
@@ -350,8 +347,6 @@ class Engine(EngineSettings):
 
         async def sample(sampling: dict[str, Any]) -> Reply:
             reply = await self.llm.sample(messages, tools, sampling)
-            turn.samples += 1
-            turn.usage = turn.usage + reply.usage
             self.usage = self.usage + reply.usage
             emit(SampleDrawn(turn.index, call, reply, sampling))
             return reply
@@ -417,14 +412,13 @@ class Engine(EngineSettings):
         feedback: list[str] = []
         stop = False
         for block in blocks:
-            record = StepRecord(index=len(turn.steps) + 1, block=block)
-            turn.steps.append(record)
+            index = len(turn.steps) + 1
             if stop:
-                record.status = "stopped"
-                record.feedback = "Not run: the user stopped this instruction."
+                emit(Decided(StepRecord(index, block, status="stopped", feedback=NOT_REACHED),
+                             turn.index))
             else:
-                run_all, stop = await self.steps.run_step(turn, record, run_all, emit)
-            self._answer(block.tool_call_id, record.feedback, feedback)
+                run_all, stop = await self.steps.run_step(turn, index, block, run_all, emit)
+            self._answer(block.tool_call_id, turn.steps[-1].feedback, feedback)
         answered = {b.tool_call_id for b in blocks}
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
             if call.id not in answered:
@@ -436,7 +430,6 @@ class Engine(EngineSettings):
                 emit(Notice(CUT_BLOCK_NOTICE, "warning"))
         if feedback:  # markdown mode: one user message with every result
             self.conversation.append({"role": "user", "content": "\n\n".join(feedback)})
-        self.steps.untrusted_read(turn)  # the next reply is written after reading these results
         self._show_images(turn.steps[len(turn.steps) - len(blocks):])
         return run_all, stop
 

@@ -9,10 +9,15 @@ does not show (``TurnStarted``, ``LLMRequested``, ``CheckpointKept``, ...) it ig
 The names follow ACP's ``session/update`` kinds where one exists: ``TextDelta`` is a
 message chunk, ``ReasoningDelta`` a thought chunk, ``CodeProposed`` a tool call's start,
 ``Decided`` / ``StepDone`` its progress and end, ``ReplyDone`` / ``TurnDone`` carry usage.
+
+Events are values (frozen). The record of a turn (a ``Turn`` with a ``StepRecord`` per
+step) is derived from them: ``core.turn_fold.TurnBuilder`` folds a turn's events into it, for the
+engine and for anyone else who holds the events.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,21 +29,21 @@ if TYPE_CHECKING:
     from oi_kernel.safety.risk import Flag
 
 
-@dataclass
+@dataclass(frozen=True)
 class TextDelta:
     """A piece of the model's reply as it streams."""
 
     text: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReasoningDelta:
     """A piece of the model's reasoning ("thinking") as it streams: shown, never run."""
 
     text: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReplyDone:
     """The model's reply of one LLM call is complete, with the blocks found in it."""
 
@@ -48,7 +53,7 @@ class ReplyDone:
     turn: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class CodeProposed:
     """A block is about to be decided (``needs_approval`` False: it runs without asking)."""
 
@@ -56,10 +61,13 @@ class CodeProposed:
     needs_approval: bool = True
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decided:
     """The decision about a step is known (``request``: what was asked, four-eyes included;
-    ``tool``: the tool of a tool step)."""
+    ``tool``: the tool of a tool step). ``record`` is the step as decided: its ``decision``,
+    and for a step that ends here (skipped, stopped) its status and feedback. A ``record``
+    without a decision is a step nobody was asked about: refused (its language is not
+    available) or not reached (the user stopped the instruction at an earlier step)."""
 
     record: StepRecord
     turn: int = 0
@@ -67,18 +75,20 @@ class Decided:
     tool: ToolSpec | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepDone:
     """A step ran (or was interrupted); its record holds the status and outputs. ``block``
-    is the code that ran (the edit, not the proposal)."""
+    is the code that ran (the edit, not the proposal); ``outside``: the text from outside the
+    user that its output carries to the model (``{"source", "kind", "phrase", "verb"}``)."""
 
     record: StepRecord
     turn: int = 0
     block: CodeBlock | None = None
     tool: ToolSpec | None = None
+    outside: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Notice:
     """Something the user should know (a retry, a refused language, a cap, a restart)."""
 
@@ -86,31 +96,45 @@ class Notice:
     level: Literal["info", "warning", "error"] = "info"
 
 
-@dataclass
+@dataclass(frozen=True)
 class TurnDone:
-    """The instruction finished (in any way)."""
+    """The instruction finished (in any way): ``reason`` done / stopped / cap / max_steps /
+    interrupted / llm_error / approval_unavailable / error ("" when unknown), ``final_text``
+    the model's answer. ``turn`` is the instruction's record as its events built it
+    (``core.turn_fold``), complete when a subscriber sees this event."""
 
     turn: Turn
+    reason: str = ""
+    final_text: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolNotice(Notice):
     """A notice from the tools (an MCP server that did not start): shown like any notice."""
 
 
+@dataclass(frozen=True)
+class UntrustedNotice(Notice):
+    """The one notice of an instruction that a step following text from outside runs
+    without asking (auto-run or Run all): shown like any notice."""
+
+
 # ----------------------------------------------------------------------------- turns
-@dataclass
+@dataclass(frozen=True)
 class TurnStarted:
     """An instruction (or recorded code: ``run_code_steps``) starts; ``fields`` say more
-    (a replay names its source)."""
+    (a replay names its source); ``conversation_index``: its place among the conversation's
+    instructions."""
 
     turn: int
     instruction: str
     fields: dict[str, Any] = field(default_factory=dict)
+    conversation_index: int = 0
+    started: float = field(default_factory=time.time)
 
 
 # ----------------------------------------------------------------------------- the model
-@dataclass
+@dataclass(frozen=True)
 class LLMRequested:
     """A request goes to the model (its full messages; the log stores only the new ones)."""
 
@@ -122,7 +146,7 @@ class LLMRequested:
     messages: list[dict[str, Any]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class LLMFailed:
     """A request to the model failed (``partial_text``: what arrived before)."""
 
@@ -132,7 +156,7 @@ class LLMFailed:
     partial_text: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolsUnsupported:
     """The model's server refused tools; the request is sent again without them."""
 
@@ -141,7 +165,7 @@ class ToolsUnsupported:
     error: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class SampleDrawn:
     """Another reply to the same request was drawn (small models' consensus; not shown)."""
 
@@ -151,7 +175,7 @@ class SampleDrawn:
     sampling: dict[str, Any]
 
 
-@dataclass
+@dataclass(frozen=True)
 class DraftSetAside:
     """A small model's draft had visible mistakes; another is asked for."""
 
@@ -161,7 +185,7 @@ class DraftSetAside:
     problems: list[str]
 
 
-@dataclass
+@dataclass(frozen=True)
 class DraftsSampled:
     """How the consensus among sampled drafts went (``skipped``: not sampled, and why;
     ``error``: sampling stopped at an LLM error)."""
@@ -173,7 +197,7 @@ class DraftsSampled:
 
 
 # ----------------------------------------------------------------------------- steps
-@dataclass
+@dataclass(frozen=True)
 class StepReviewed:
     """A proposed block was reviewed (risk flags, outside text it follows), before it is
     refused, asked about or run."""
@@ -186,7 +210,7 @@ class StepReviewed:
     tool: ToolSpec | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckpointKept:
     """A checkpoint was kept before an instruction's first code (``info``: the probe's)."""
 
@@ -194,7 +218,7 @@ class CheckpointKept:
     info: dict[str, Any]
 
 
-@dataclass
+@dataclass(frozen=True)
 class RolledBack:
     """The state went back to before instruction ``turn`` (``report``: what was restored)."""
 
@@ -203,12 +227,12 @@ class RolledBack:
 
 
 # ----------------------------------------------------------------------------- the session
-@dataclass
+@dataclass(frozen=True)
 class ConversationReset:
     """The conversation was forgotten."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConversationUndone:
     """The last ``turns`` instructions were forgotten; ``messages`` remain."""
 
@@ -216,20 +240,20 @@ class ConversationUndone:
     messages: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConversationSaved:
     path: str
     turns: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConversationLoaded:
     path: str
     turns: int
     messages: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProfileApplied:
     """A profile (or none) was applied with these settings."""
 
@@ -239,14 +263,14 @@ class ProfileApplied:
     settings: dict[str, Any]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolsOffered:
     """The notebook functions offered to the model changed."""
 
     functions: list[str]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChildRestarted:
     """A new child kernel replaced the previous one (its variables are gone)."""
 
@@ -254,7 +278,7 @@ class ChildRestarted:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class DirectRun:
     """A cell ran as is, without the model (``%%python``, a shell line, the API's
     ``run_code``)."""
@@ -268,8 +292,8 @@ class DirectRun:
 
 Event = (
     TextDelta | ReasoningDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
-    | TurnStarted | LLMRequested | LLMFailed | ToolsUnsupported | SampleDrawn | DraftSetAside
-    | DraftsSampled | StepReviewed | CheckpointKept | RolledBack | ConversationReset
+    | UntrustedNotice | TurnStarted | LLMRequested | LLMFailed | ToolsUnsupported | SampleDrawn
+    | DraftSetAside | DraftsSampled | StepReviewed | CheckpointKept | RolledBack | ConversationReset
     | ConversationUndone | ConversationSaved | ConversationLoaded | ProfileApplied
     | ToolsOffered | ChildRestarted | DirectRun
 )

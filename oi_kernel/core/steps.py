@@ -10,6 +10,7 @@ import asyncio
 import logging
 import secrets
 import time
+from dataclasses import replace
 from typing import Any, Protocol
 
 from oi_kernel.core import changes, four_eyes, identity, prompts
@@ -25,13 +26,21 @@ from oi_kernel.core.events import (
     StepReviewed,
     TurnDone,
     TurnStarted,
+    UntrustedNotice,
 )
 from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import ModelPolicy
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
 from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of
-from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn
+from oi_kernel.core.types import (
+    ApprovalRequest,
+    CodeBlock,
+    Decision,
+    StepRecord,
+    StepStatus,
+    Turn,
+)
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.languages import normalize_language
 from oi_kernel.safety.redact import SecretSet
@@ -63,7 +72,7 @@ class StepHost(Protocol):
     untrusted_content: str
     step_timeout: float
     max_output_chars: int
-    turns: list[Turn]
+    turns: list[Turn]  # as the events build them (core.turn_fold): read, never assigned
     conversation: Conversation  # (only where the next instruction will start)
 
     @property
@@ -113,35 +122,34 @@ class StepRunner:
         execution path as the model's code, without calling the LLM. The conversation is
         not changed; the steps are recorded as a turn (``log_fields`` go in its turn_start)."""
         emit = self.host.tee(emit)
-        turn = Turn(index=len(self.host.turns) + 1, instruction=title,
-                    conversation_index=len(self.host.conversation.turn_starts))
-        self.host.turns.append(turn)
-        emit(TurnStarted(turn.index, title, log_fields))
-        run_all = False
+        emit(TurnStarted(len(self.host.turns) + 1, title, log_fields,
+                         conversation_index=len(self.host.conversation.turn_starts)))
+        turn = self.host.turns[-1]  # as the events build it (core.turn_fold)
+        run_all, reason = False, ""
         try:
             for block in blocks:
-                record = StepRecord(index=len(turn.steps) + 1, block=block)
-                turn.steps.append(record)
-                run_all, stop = await self.run_step(turn, record, run_all, emit)
+                run_all, stop = await self.run_step(turn, len(turn.steps) + 1, block, run_all,
+                                                    emit)
                 if stop:
-                    turn.end_reason = "stopped"
+                    reason = "stopped"
                     break
             else:
-                turn.end_reason = "done"
+                reason = "done"
         except asyncio.CancelledError:
-            turn.end_reason = "interrupted"
+            reason = "interrupted"
             raise
         except ApprovalUnavailableError:
-            turn.end_reason = "approval_unavailable"
+            reason = "approval_unavailable"
             raise
         finally:
-            emit(TurnDone(turn))
+            emit(TurnDone(turn, reason))
         return turn
 
     async def run_step(
-        self, turn: Turn, record: StepRecord, run_all: bool, emit: EventSink
+        self, turn: Turn, index: int, block: CodeBlock, run_all: bool, emit: EventSink
     ) -> tuple[bool, bool]:
-        block = record.block
+        """Step ``index`` of ``turn``: review, decide, run ``block``; its record is what its
+        events build (``turn.steps``). Returns (run_all, stop)."""
         if block.tool:
             spec = self.toolbox.spec(block.tool)
             language: str | None = block.language
@@ -156,47 +164,43 @@ class StepRunner:
         if followed:
             flags = [*flags, untrusted_flag(followed)]
         context = context_of(emit)  # the turn's own request: who sent it, whether stdin asks
-        request = ApprovalRequest(turn.index, record.index, block, flags, sandboxed,
+        request = ApprovalRequest(turn.index, index, block, flags, sandboxed,
                                   run_all_allowed=not _asks(self.host.approval_floor, None),
                                   tool=spec.label if spec else "",
                                   author=context.author or identity.person(),
                                   allow_stdin=context.allow_stdin)
         self.four_eyes_for(request)
-        emit(StepReviewed(turn.index, record.index, block, flags, followed, spec))
+        emit(StepReviewed(turn.index, index, block, flags, followed, spec))
         if spec is None and (language is None or language not in self.host.offered_languages()):
-            record.status = "refused"
-            record.feedback = (f"Language '{block.language}' is not available here. Use one of: "
-                               + ", ".join(self.host.offered_languages()) + ".")
-            emit(Notice(record.feedback, "warning"))
+            feedback = (f"Language '{block.language}' is not available here. Use one of: "
+                        + ", ".join(self.host.offered_languages()) + ".")
+            emit(Decided(StepRecord(index, block, status="refused", feedback=feedback),
+                         turn.index, request, spec))
+            emit(Notice(feedback, "warning"))
             return run_all, False
         asks = self.needs_approval(request, run_all)
         emit(CodeProposed(request, asks))
         if followed and not asks and not turn.untrusted_noticed:
-            turn.untrusted_noticed = True
             why = ("`%approval risky` asks about such steps" if self.host.auto_run
                    else "you chose Run all")
-            emit(Notice(f"Step {record.index} {untrusted_note(followed)} (text from outside "
-                        f"your instruction) and runs without asking ({why}).", "warning"))
+            emit(UntrustedNotice(f"Step {index} {untrusted_note(followed)} (text from outside "
+                                 f"your instruction) and runs without asking ({why}).",
+                                 "warning"))
         decision = await self._decide(request, run_all)
-        record.decision = decision
-        ran = decision.action == "run"
-        emit(Decided(record, turn.index, request, spec))
-        if not ran:
-            record.status = "stopped" if decision.action == "stop" else "skipped"
-            why = f" Reason: {decision.reason}" if decision.reason else ""
-            record.feedback = (
-                "The user stopped this instruction; the code was not run." + why
-                if decision.action == "stop"
-                else "The user declined to run this code." + why
-            )
+        if decision.action != "run":
+            status, feedback = _not_run(decision)
+            emit(Decided(StepRecord(index, block, decision, status, feedback=feedback),
+                         turn.index, request, spec))
             return run_all, decision.action == "stop"
+        emit(Decided(StepRecord(index, block, decision), turn.index, request, spec))
         ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
                               block.bare, tool=block.tool)
         if not block.tool:  # (a tool's effects are its server's: nothing here to roll back)
             problem = await self.host.rollback.ensure_checkpoint(turn)
             if problem:
                 emit(Notice(problem, "warning"))
-        await self._execute(turn, record, ran_block, format_flags(flags), emit, spec)
+        await self._execute(turn, StepRecord(index, block, decision), ran_block,
+                            format_flags(flags), emit, spec)
         return run_all or decision.run_all, False
 
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
@@ -237,74 +241,67 @@ class StepRunner:
         return decision
 
     async def _execute(
-        self, turn: Turn, record: StepRecord, block: CodeBlock, flags: str, emit: EventSink,
+        self, turn: Turn, step: StepRecord, block: CodeBlock, flags: str, emit: EventSink,
         spec: ToolSpec | None = None,
     ) -> None:
+        """Run ``block``, the code ``step`` was decided to run, and say how it went
+        (``StepDone``: ``step`` with its status, outputs, feedback, duration and changes)."""
         tracked = False if block.tool else await self.host.rollback.track_begin(block.language)
         started = time.monotonic()
         try:
             result = await self._run_with_timeout(block, context_of(emit))
         except asyncio.CancelledError:
-            record.status = "interrupted"
-            record.duration_s = time.monotonic() - started
-            record.feedback = prompts.step_feedback("interrupted", "")
+            ended = replace(step, status="interrupted", duration_s=time.monotonic() - started,
+                            feedback=prompts.step_feedback("interrupted", ""))
             # recorded only: the front door is being stopped and shows no result
-            self.host.publish(StepDone(record, turn.index, block, spec))
+            self.host.publish(StepDone(ended, turn.index, block, spec))
             raise
+        changed = None
         if tracked and (result is None or result.status != "died"):
-            record.changes = await self.host.rollback.track_end()
-        record.duration_s = time.monotonic() - started
+            changed = await self.host.rollback.track_end()
+        ran = replace(step, duration_s=time.monotonic() - started, changes=changed)
         if result is None:  # the step timeout stopped it (the executor interrupted the child)
-            record.status = "interrupted"
-            record.feedback = _with_changes(prompts.step_feedback(
-                "timeout", timeout_feedback(self.step_timeout), flags), record)
+            feedback = _with_changes(prompts.step_feedback(
+                "timeout", timeout_feedback(self.step_timeout), flags), changed)
             emit(Notice(timeout_notice(self.step_timeout), "warning"))
-            emit(StepDone(record, turn.index, block, spec))
+            emit(StepDone(replace(ran, status="interrupted", feedback=feedback), turn.index,
+                          block, spec))
             return
-        record.status = result.status
-        record.outputs = result.outputs
         if result.status == "died":
             emit(Notice(result.message, "error"))  # the user sees it too, not only the model
         policy = self.host.policy
         text = result.message or policy.output_text(result.outputs, block.code,
                                                     self.host.max_output_chars)
         text = self.host.secrets.redact(text)  # before the LLM sees it
-        outside = self._outside(turn, record, block, spec, result, text)
+        found = self._outside(block, spec, result, text)
+        outside = ", ".join(s.phrase() for s in found)
         if block.tool:
-            record.feedback = prompts.tool_feedback(result.status, text, outside, self.fence)
+            feedback = prompts.tool_feedback(result.status, text, outside, self.fence)
         else:
-            record.feedback = _with_changes(prompts.step_feedback(
+            feedback = _with_changes(prompts.step_feedback(
                 result.status, text, flags, block.code, policy.small, outside, self.fence),
-                record)
-        emit(StepDone(record, turn.index, block, spec))
+                changed)
+        emit(StepDone(replace(ran, status=result.status, outputs=result.outputs,
+                              feedback=feedback), turn.index, block, spec,
+                      [{"source": s.label, "kind": s.kind, "phrase": s.phrase(),
+                        "verb": s.verb} for s in found]))
 
-    def _outside(self, turn: Turn, record: StepRecord, block: CodeBlock,
-                 spec: ToolSpec | None, result: ExecResult, text: str) -> str:
-        """What outside text this step's output carries to the model, in words ("" for
-        none); noted in ``turn.untrusted``. A tool's result always counts (but mcp_find's);
-        code counts when it read from outside and printed words (safety.untrusted)."""
+    def _outside(self, block: CodeBlock, spec: ToolSpec | None, result: ExecResult,
+                 text: str) -> list[Source]:
+        """The outside text this step's output carries to the model (none: []); the turn
+        notes it from the step's ``StepDone``. A tool's result always counts (but
+        mcp_find's); code counts when it read from outside and printed words
+        (safety.untrusted)."""
         if block.tool:
-            found = [Source("tool", spec.label if spec else block.tool)] if (
+            return [Source("tool", spec.label if spec else block.tool)] if (
                 block.tool != FIND and text.strip()) else []
-        elif result.status == "died":  # the namespace is gone, and with it what it held
-            found, self.taint = [], {}
-        else:
-            found, self.taint = code_sources(block.language, block.code, self.taint)
-            if UNREADABLE in found and _did_not_parse(result):
-                found.remove(UNREADABLE)  # a SyntaxError: nothing ran, nothing was read
-            if not carries_text(text):
-                found = []
-        for source in found:
-            turn.untrusted.append({"step": record.index, "source": source.label,
-                                   "kind": source.kind, "phrase": source.phrase(),
-                                   "verb": source.verb, "read": False})
-        return ", ".join(s.phrase() for s in found)
-
-    def untrusted_read(self, turn: Turn) -> None:
-        """The model has now read the outside text of this turn's steps so far (their
-        results went back with the next request): the steps it proposes next follow it."""
-        for entry in turn.untrusted:
-            entry["read"] = True
+        if result.status == "died":  # the namespace is gone, and with it what it held
+            self.taint = {}
+            return []
+        found, self.taint = code_sources(block.language, block.code, self.taint)
+        if UNREADABLE in found and _did_not_parse(result):
+            found.remove(UNREADABLE)  # a SyntaxError: nothing ran, nothing was read
+        return found if carries_text(text) else []
 
     async def _run_with_timeout(
         self, block: CodeBlock, context: TurnContext = NO_CONTEXT
@@ -374,9 +371,17 @@ def _did_not_parse(result: ExecResult) -> bool:
         for o in result.outputs if o.get("output_type") == "error")
 
 
-def _with_changes(feedback: str, record: StepRecord) -> str:
+def _not_run(decision: Decision) -> tuple[StepStatus, str]:
+    """The status and feedback of a step the user skipped or stopped at."""
+    why = f" Reason: {decision.reason}" if decision.reason else ""
+    if decision.action == "stop":
+        return "stopped", "The user stopped this instruction; the code was not run." + why
+    return "skipped", "The user declined to run this code." + why
+
+
+def _with_changes(feedback: str, changed: dict[str, Any] | None) -> str:
     """The step's feedback and, after it, what the step changed (bounded)."""
-    summary = changes.for_model(record.changes)
+    summary = changes.for_model(changed)
     return f"{feedback}\n\n{summary}" if summary else feedback
 
 
