@@ -170,7 +170,7 @@ def test_export_afterwards_verifies(llm_server, tmp_path):
     assert "Removed the last instruction (“sum 0..9”)" in client.message()
     assert "False" in text_of(client.finished()[-1])  # /undo rolled the variable back
     assert first.stop_reason == exported.stop_reason == bad.stop_reason == "end_turn"
-    assert "Exported to `out.ipynb`" in client.message()
+    assert f"Exported to `{tmp_path / 'work' / 'out.ipynb'}`" in client.message()
     assert "Usage: /export [PATH]" in client.message()  # a command's usage says how to fix it
     assert "Files left in place" in client.message() and "`out.ipynb`" in client.message()
     notebook = tmp_path / "work" / "out.ipynb"  # undo keeps what the kernel did not write

@@ -140,6 +140,11 @@ class AcpSession:
         except OSError as exc:  # the prompt succeeded; only a later load is lost
             self.say(f"The conversation could not be kept for a later session/load: {exc}")
 
+    def path(self, given: str) -> str:
+        """A command's PATH argument: ``~`` expanded, a relative one in the session's cwd
+        (never by ``os.chdir``: the sessions share one process)."""
+        return os.path.join(self.cwd, os.path.expanduser(given))
+
     def say(self, markdown: str) -> None:
         self.outbox.put(H.update_agent_message_text(markdown.rstrip("\n") + "\n\n"))
 
@@ -294,13 +299,9 @@ class OIAgent:
         assert session is not None
         updates = state.updates = U.TurnUpdates()
         ctx = C.CommandContext(session, state.say,
-                               lambda: (lambda event: _send(state, updates, event)))
-        here = os.getcwd()
-        os.chdir(state.cwd)  # a relative path (/export FILE) is the session's
-        try:
-            await C.run_command(ctx, line)
-        finally:
-            os.chdir(here)
+                               lambda: (lambda event: _send(state, updates, event)),
+                               path=state.path)
+        await C.run_command(ctx, line)
         return None
 
     def _state(self, session_id: str) -> AcpSession:
