@@ -170,3 +170,14 @@ def test_history_of_a_loaded_conversation():
     kinds = [u.session_update for u in U.history_updates(messages)]
     assert kinds == ["user_message_chunk", "agent_message_chunk", "tool_call",
                      "agent_message_chunk"]
+
+
+def test_the_model_option_lists_the_models_used_and_the_current_one():
+    [option] = U.model_options("openai/b", ["openai/a", "openai/b", ""])
+    assert (option.id, option.type, option.category) == ("model", "select", "model")
+    assert option.current_value == "openai/b"
+    assert [o.value for o in option.options] == ["openai/a", "openai/b"]
+    [none] = U.model_options("", [])
+    assert none.current_value == "" and none.options[0].name == "(none configured)"
+    update = U.config_update([option])
+    assert update.session_update == "config_option_update"

@@ -13,6 +13,7 @@ becomes; ``permission_request(request)`` the tool call and options to ask about;
     notices     Notice          -> agent_message_chunk (a quoted line)
     the end     TurnDone        -> the prompt's stop reason and usage (``stop_reason``)
     approval    Run = allow_once, Run all = allow_always, Skip = reject_once, Stop = reject_always
+    the model   the session config option "model" (category model) <-> ``/model NAME``
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from typing import Any
 
 from acp import helpers as H
 from acp.schema import (
+    ConfigOptionUpdate,
     ContentToolCallContent,
     PermissionOption,
     RequestPermissionResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
     ToolCallUpdate,
     Usage,
 )
@@ -291,3 +295,26 @@ def history_updates(messages: list[dict[str, Any]]) -> list[Any]:
                                              kind="execute", status="completed",
                                              content=[_text(f"```\n{arguments}\n```")]))
     return out
+
+
+# ----------------------------------------------------------------------------- the model
+MODEL_OPTION = "model"  # the id of the one session config option
+
+
+def model_options(current: str, used: Sequence[str]) -> list[Any]:
+    """The session's config options: the model, a select of the models this session has
+    used (any litellm name can be set, as ``/model NAME`` does), the current one selected."""
+    names = list(dict.fromkeys([*(m for m in used if m), current]))
+    choices = [SessionConfigSelectOption(value=name, name=name) if name else
+               SessionConfigSelectOption(value="", name="(none configured)",
+                                         description="set OI_MODEL, or /model NAME")
+               for name in names]
+    return [SessionConfigOptionSelect(
+        id=MODEL_OPTION, name="Model", category="model", type="select", current_value=current,
+        options=choices, description="The language model that writes the code (a litellm "
+        "model name; /model NAME sets one that is not listed).")]
+
+
+def config_update(options: list[Any]) -> ConfigOptionUpdate:
+    """Tell the client the config options changed (after ``/model NAME``)."""
+    return ConfigOptionUpdate(session_update="config_option_update", config_options=options)
