@@ -19,13 +19,16 @@ pytest.importorskip("acp")
 from acp import RequestError, text_block  # noqa: E402
 from acp.schema import (  # noqa: E402
     AllowedOutcome,
+    ClientCapabilities,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     EnvVariable,
     McpServerStdio,
     RequestPermissionResponse,
 )
 
 from tests import llm_server as S  # noqa: E402
-from tests.test_acp import NEVER, ROOT, Client, agent, prompt, run  # noqa: E402
+from tests.test_acp import NEVER, ROOT, Client, agent, prompt, run, text_of  # noqa: E402
 
 pytestmark = pytest.mark.kernel
 GATE = "gate"  # a permission request answered (allow_once) when the test opens the gate
@@ -254,3 +257,65 @@ def test_the_model_is_a_session_config_option_mapped_onto_slash_model(llm_server
     assert "'model' is the only one" in seen["bad_id"]
     assert "send a model's name" in seen["bad_value"]
     assert "start one with session/new" in seen["bad_session"]
+
+
+# ----------------------------------------------------------------------------- edit
+class EditingClient(Client):
+    """A client that shows forms: its Edit answers ``edits`` in turn (a code string is
+    accepted, "decline" / "cancel" as they say)."""
+
+    def __init__(self, answers: list[str], edits: list[str]) -> None:
+        super().__init__(answers)
+        self.edits = list(edits)
+        self.forms: list[Any] = []
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        from acp.schema import (
+            AcceptElicitationResponse,
+            CancelElicitationResponse,
+            DeclineElicitationResponse,
+        )
+
+        self.forms.append((message, mode))
+        edit = self.edits.pop(0)
+        if edit == "decline":
+            return DeclineElicitationResponse(action="decline")
+        if edit == "cancel":
+            return CancelElicitationResponse(action="cancel")
+        return AcceptElicitationResponse(action="accept", content={"code": edit})
+
+
+FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
+
+
+def test_edit_before_running_through_a_form_where_the_client_shows_forms(llm_server, tmp_path):
+    llm_server.enqueue(S.tool_call("print('as proposed')"), S.text("Ran it."),
+                       S.tool_call("print('second')"))
+    # first step: Edit, decline the form (asked again), Edit, accept a change;
+    # second step: Edit, cancel the form (the instruction stops)
+    client = EditingClient(["edit", "edit", "edit"],
+                           ["decline", "print('as edited')", "cancel"])
+
+    async def go() -> tuple[Any, Any]:
+        async with agent(llm_server, tmp_path, client, capabilities=FORMS) as (conn, _p, sid):
+            return (await prompt(conn, sid, "print something"),
+                    await prompt(conn, sid, "print more"))
+
+    first, second = run(go())
+    assert first.stop_reason == second.stop_reason == "end_turn"
+    (_call, options), *_ = client.permissions
+    assert [o.option_id for o in options] == [
+        "allow_once", "edit", "allow_always", "reject_once", "reject_always"]
+    assert len(client.permissions) == 3  # asked again after the declined form
+    message, mode = client.forms[0]
+    assert "Edit step 1" in message
+    assert mode.requested_schema.properties["code"].default == "print('as proposed')"
+    done = client.finished()
+    assert done[0].raw_output["output"].strip() == "as edited"  # the edit ran
+    [running] = [u for u in client.of("tool_call_update") if u.status == "in_progress"]
+    assert "Edited before it ran" in text_of(running) and "as edited" in text_of(running)
+    assert done[1].status == "failed"  # the cancelled form stopped it
+    [log] = list((tmp_path / "logs").glob("*.jsonl"))
+    decisions = [json.loads(line) for line in log.read_text().splitlines()
+                 if json.loads(line)["event"] == "decision"]
+    assert [d["action"] for d in decisions] == ["edited", "stopped"]

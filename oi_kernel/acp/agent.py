@@ -5,7 +5,7 @@ client's cwd; the client's MCP servers join the configured ones under the same a
 ``session/prompt`` runs one instruction, or a line command of the command table when the
 text starts with ``/``; the engine's events go to the client as ``session/update``s
 (``acp.updates``), in order, before the prompt's response. Approval asks the client with
-``session/request_permission``. ``session/cancel`` cancels the instruction's task, which is
+``session/request_permission`` (``acp.approve``, Edit through a form). ``session/cancel`` cancels the instruction's task, which is
 how the kernel interrupts: a step being run interrupts the child, a permission request that
 is never answered is abandoned. ``session/load``, ``resume`` and ``fork`` open a session
 again from the conversation kept after each prompt (``acp.store``), ``session/list`` lists
@@ -53,9 +53,10 @@ from acp.schema import (
 from oi_kernel._version import __version__
 from oi_kernel.acp import store
 from oi_kernel.acp import updates as U
+from oi_kernel.acp.approve import ClientApprover
 from oi_kernel.acp.servers import add_client_servers, client_servers
 from oi_kernel.core import events as E
-from oi_kernel.core.types import ApprovalRequest, Decision, Turn
+from oi_kernel.core.types import Turn
 from oi_kernel.errors import OIError
 from oi_kernel.session import commands as C
 from oi_kernel.session.assembly import Session, build_session
@@ -103,31 +104,6 @@ class Outbox:
         self.task.cancel()
 
 
-class ClientApprover:
-    """Asks the ACP client (``session/request_permission``) about each step; the step's
-    tool call has been sent before the question."""
-
-    shows_code = True
-
-    def __init__(self, state: AcpSession) -> None:
-        self.state = state
-
-    async def decide(self, request: ApprovalRequest) -> Decision:
-        state = self.state
-        await state.outbox.drain()
-        call, options = U.permission_request(request)
-        try:
-            response = await state.conn.request_permission(
-                session_id=state.id, tool_call=call, options=options)
-        except ConnectionError:
-            return Decision("stop", reason="the ACP client disconnected")
-        except RequestError as exc:  # a client that cannot ask: nothing runs unasked
-            raise OIError(f"The step was not run: the ACP client could not ask for approval "
-                          f"({exc}). Use a client that answers session/request_permission, "
-                          "or `/auto_run on` to run code without asking.") from None
-        return U.decision_from(response, request)
-
-
 class AcpSession:
     """One ACP session: our session, its outbox, and the instruction running now."""
 
@@ -140,6 +116,7 @@ class AcpSession:
         self.task: asyncio.Task[Any] | None = None
         self.updates: U.TurnUpdates | None = None  # the running prompt's
         self.models: list[str] = []  # the models this session has used, for the option
+        self.can_edit = False  # the client shows forms (elicitation): Edit is offered
 
     def options(self) -> list[Any]:
         """The session config options (the model) as the client shows them."""
@@ -197,6 +174,7 @@ class OIAgent:
 
     def __init__(self, parent: Any = None) -> None:
         self.parent = parent  # the configurable whose config applies (oi_kernel_config)
+        self.can_edit = False  # the client can show a form (elicitation/create, form mode)
         self.conn: Any = None
         self.sessions: dict[str, AcpSession] = {}
 
@@ -205,6 +183,8 @@ class OIAgent:
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None,
                          client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+        forms = getattr(getattr(client_capabilities, "elicitation", None), "form", None)
+        self.can_edit = forms is not None
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -334,6 +314,7 @@ class OIAgent:
         path = work_dir(cwd)
         servers = client_servers(mcp_servers or [], str(path))
         state = AcpSession(session_id, self.conn, str(path))
+        state.can_edit = self.can_edit
         try:
             state.session = build_session("acp", approver=ClientApprover(state),
                                           parent=self.parent, session_id=session_id,

@@ -12,7 +12,8 @@ becomes; ``permission_request(request)`` the tool call and options to ask about;
                 StepDone        -> tool_call_update (completed / failed: output, changes, flags)
     notices     Notice          -> agent_message_chunk (a quoted line)
     the end     TurnDone        -> the prompt's stop reason and usage (``stop_reason``)
-    approval    Run = allow_once, Run all = allow_always, Skip = reject_once, Stop = reject_always
+    approval    Run = allow_once, Run all = allow_always, Skip = reject_once, Stop = reject_always;
+                Edit (id edit, kind allow_once) where the client shows forms: elicitation/create
     the model   the session config option "model" (category model) <-> ``/model NAME``
 """
 
@@ -26,6 +27,9 @@ from acp import helpers as H
 from acp.schema import (
     ConfigOptionUpdate,
     ContentToolCallContent,
+    ElicitationFormSessionMode,
+    ElicitationSchema,
+    ElicitationStringPropertySchema,
     PermissionOption,
     RequestPermissionResponse,
     SessionConfigOptionSelect,
@@ -54,6 +58,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "reject_once": ("skip", "Skip"),
     "reject_always": ("stop", "Stop"),
 }
+
+EDIT = "edit"  # the option id of Edit (its kind: allow_once)
 
 STOP_REASONS = {"interrupted": "cancelled", "max_steps": "max_turn_requests",
                 "cap": "max_turn_requests"}
@@ -115,14 +121,19 @@ def _raw_input(request: ApprovalRequest) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- permission
-def permission_options(request: ApprovalRequest) -> list[PermissionOption]:
-    """Run, Run all (unless the administrator's policy asks about every block), Skip, Stop."""
-    return [PermissionOption(option_id=kind, name=name, kind=kind)  # type: ignore[arg-type]
-            for kind, (action, name) in OPTIONS.items()
-            if action != "run_all" or request.run_all_allowed]
+def permission_options(request: ApprovalRequest, edit: bool = False) -> list[PermissionOption]:
+    """Run, Edit (where the client can show a form), Run all (unless the administrator's
+    policy asks about every block), Skip, Stop."""
+    options = [PermissionOption(option_id=kind, name=name, kind=kind)  # type: ignore[arg-type]
+               for kind, (action, name) in OPTIONS.items()
+               if action != "run_all" or request.run_all_allowed]
+    if edit:
+        options.insert(1, PermissionOption(option_id=EDIT, name="Edit", kind="allow_once"))
+    return options
 
 
-def permission_request(request: ApprovalRequest) -> tuple[ToolCallUpdate, list[PermissionOption]]:
+def permission_request(request: ApprovalRequest, edit: bool = False
+                       ) -> tuple[ToolCallUpdate, list[PermissionOption]]:
     """What ``session/request_permission`` asks about one step: the tool call with its code,
     the risk flags and untrusted-content notes (as text and in ``_meta``), and the options."""
     meta = {META: {"turn": request.turn, "step": request.step,
@@ -133,7 +144,7 @@ def permission_request(request: ApprovalRequest) -> tuple[ToolCallUpdate, list[P
                           title=_title(request), kind="execute", status="pending",
                           content=_request_content(request), raw_input=_raw_input(request),
                           field_meta=meta)
-    return call, permission_options(request)
+    return call, permission_options(request, edit)
 
 
 def decision_from(response: RequestPermissionResponse, request: ApprovalRequest) -> Decision:
@@ -154,6 +165,36 @@ def decision_from(response: RequestPermissionResponse, request: ApprovalRequest)
     reason = ("the client cancelled the permission request" if option is None
               else f"the client answered with an option that was not offered: {option!r}")
     return Decision("stop", reason=reason, by=by)
+
+
+def chose_edit(response: RequestPermissionResponse) -> bool:
+    outcome = response.outcome
+    return outcome.outcome == "selected" and getattr(outcome, "option_id", None) == EDIT
+
+
+def edit_form(request: ApprovalRequest, session_id: str, call_id: str) -> tuple[str, Any]:
+    """The message and form (``elicitation/create``, form mode) that let the user change a
+    step's code: one text field, ``code``, holding the code proposed."""
+    what = "arguments (JSON)" if request.block.tool else f"{request.block.language} code"
+    field = ElicitationStringPropertySchema(
+        type="string", title=f"Step {request.step}: {what}", default=request.block.code,
+        description="Change it, then accept to run it as it is now.")
+    return (f"Edit step {request.step} before it runs.", ElicitationFormSessionMode(
+        session_id=session_id, tool_call_id=call_id, requested_schema=ElicitationSchema(
+            type="object", properties={"code": field}, required=["code"])))
+
+
+def edit_decision(answer: Any, request: ApprovalRequest) -> Decision | None:
+    """The edit form's answer: accepted code runs (as edited when it changed); an empty or
+    declined form is None (ask again); a cancelled one stops the instruction."""
+    by = identity.person()
+    action = getattr(answer, "action", "")
+    code = (getattr(answer, "content", None) or {}).get("code") if action == "accept" else None
+    if isinstance(code, str) and code.strip():
+        return Decision("run", code, edited=code != request.block.code, by=by)
+    if action in ("accept", "decline"):
+        return None
+    return Decision("stop", reason="the client cancelled the edit", by=by)
 
 
 # ----------------------------------------------------------------------------- events
