@@ -187,6 +187,8 @@ def test_list_fork_close_then_resume_in_a_new_agent_process(llm_server, tmp_path
         and caps.fork is not None and seen["caps"].load_session
     titles = {s.session_id: (s.title, s.cwd) for s in seen["all"].sessions}
     assert titles[seen["a"]] == ("set answer to 41 + 1", str(work_a))
+    told = [u.title for u in first.of("session_info_update")]
+    assert told == ["set answer to 41 + 1", "say hi"]  # once each, after the first prompt
     assert ("say hi", str(work_b)) in titles.values()
     assert [s.session_id for s in seen["of_a"].sessions] == [seen["a"]]
     assert "not an absolute path" in seen["bad_cwd"]
@@ -230,6 +232,8 @@ def test_the_model_is_a_session_config_option_mapped_onto_slash_model(llm_server
             made = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), 60)
             sid = made.session_id
             seen["new"] = made.config_options
+            seen["early_fork"] = await error_of(conn.fork_session(session_id=sid, cwd=str(work),
+                                                                  mcp_servers=[]))
             seen["set"] = await conn.set_config_option(config_id="model", session_id=sid,
                                                        value="openai/other-model")
             await prompt(conn, sid, "hello")
@@ -257,6 +261,7 @@ def test_the_model_is_a_session_config_option_mapped_onto_slash_model(llm_server
     assert "'model' is the only one" in seen["bad_id"]
     assert "send a model's name" in seen["bad_value"]
     assert "start one with session/new" in seen["bad_session"]
+    assert "no finished instruction to fork yet" in seen["early_fork"]
 
 
 # ----------------------------------------------------------------------------- edit

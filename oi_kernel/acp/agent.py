@@ -151,6 +151,12 @@ class AcpSession:
         (never by ``os.chdir``: the sessions share one process)."""
         return os.path.join(self.cwd, os.path.expanduser(given))
 
+    def title(self) -> str:
+        """What ``session/list`` calls the session: its first instruction ("" before it)."""
+        conversation = self.session.engine.conversation if self.session is not None else None
+        return store.title_of(list(conversation.messages), list(conversation.turn_starts)
+                              ) if conversation is not None else ""
+
     def say(self, markdown: str) -> None:
         self.outbox.put(H.update_agent_message_text(markdown.rstrip("\n") + "\n\n"))
 
@@ -225,9 +231,11 @@ class OIAgent:
         source = self.sessions.get(session_id)
         try:
             document = source.document() if source is not None and not source.busy() else None
-            if document is None and source is None and not store.is_kept(session_id):
-                raise OIError(f"no session {session_id!r} to fork: not open here and not kept in "
-                              f"{store.directory()}; session/list shows the sessions.")
+            if document is None and not store.is_kept(session_id):
+                raise OIError(f"{session_id!r} has no finished instruction to fork yet: fork "
+                              "it after its first prompt." if source is not None else
+                              f"no session {session_id!r} to fork: not open here and not kept "
+                              f"in {store.directory()}; session/list shows the sessions.")
             document = document or store.read_document(session_id)
         except OIError as exc:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
@@ -344,6 +352,7 @@ class OIAgent:
                                                 "session/cancel first."})
         text = prompt_text(prompt)
         state.updates = None
+        untitled = not state.title()
         line = text.strip()
         if line.startswith("/") and line[1:].split(" ", 1)[0] in C.COMMANDS:
             work: Any = self._command(state, line[1:])
@@ -368,6 +377,8 @@ class OIAgent:
         if state.updates is not None:
             state.outbox.put(*state.updates.close_open("interrupted" if cancelled else "failed"))
         state.save()
+        if untitled and (title := state.title()):  # the first instruction names the session
+            state.outbox.put(U.title_update(title))
         await state.outbox.drain()
         return PromptResponse(stop_reason=U.stop_reason(turn, cancelled),  # type: ignore[arg-type]
                               usage=U.usage(turn))

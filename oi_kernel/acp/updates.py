@@ -15,6 +15,7 @@ becomes; ``permission_request(request)`` the tool call and options to ask about;
     approval    Run = allow_once, Run all = allow_always, Skip = reject_once, Stop = reject_always;
                 Edit (id edit, kind allow_once) where the client shows forms: elicitation/create
     the model   the session config option "model" (category model) <-> ``/model NAME``
+    the title   the first instruction -> session_info_update (as session/list shows it)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from acp.schema import (
     RequestPermissionResponse,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
+    SessionInfoUpdate,
     ToolCallUpdate,
     Usage,
 )
@@ -354,6 +356,11 @@ def model_options(current: str, used: Sequence[str]) -> list[Any]:
         id=MODEL_OPTION, name="Model", category="model", type="select", current_value=current,
         options=choices, description="The language model that writes the code (a litellm "
         "model name; /model NAME sets one that is not listed).")]
+
+
+def title_update(title: str) -> SessionInfoUpdate:
+    """Tell the client the session's title (its first instruction, as session/list shows)."""
+    return SessionInfoUpdate(session_update="session_info_update", title=title)
 
 
 def config_update(options: list[Any]) -> ConfigOptionUpdate:
