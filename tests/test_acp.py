@@ -79,10 +79,11 @@ def text_of(update: Any) -> str:
 
 @contextlib.asynccontextmanager
 async def agent(server: S.ScriptedLLMServer, tmp: Path, client: Client,
-                servers: list[Any] | None = None, new: bool = True, **env: str
-                ) -> AsyncIterator[tuple[Any, Any, str]]:
+                servers: list[Any] | None = None, new: bool = True,
+                capabilities: Any = None, **env: str) -> AsyncIterator[tuple[Any, Any, str]]:
     """``oi-kernel acp`` started as a client starts it; yields (connection, process,
-    session id) for a session in ``tmp/work`` (no session when not ``new``)."""
+    session id) for a session in ``tmp/work`` (no session when not ``new``). The client
+    takes ACP's unstable methods (elicitation) and says it has ``capabilities``."""
     work = tmp / "work"
     work.mkdir(exist_ok=True)
     environ = {**os.environ, **oi_env(server, tmp, **env), "PYTHONPATH": str(ROOT)}
@@ -91,8 +92,10 @@ async def agent(server: S.ScriptedLLMServer, tmp: Path, client: Client,
         async with spawn_agent_process(
                 client, PYTHON, "-m", "oi_kernel.cli", "acp", env=environ,
                 cwd=str(tmp), transport_kwargs={"stderr": stderr.fileno(),
-                                                "shutdown_timeout": 20}) as (conn, proc):
-            await asyncio.wait_for(conn.initialize(protocol_version=1), 60)
+                                                "shutdown_timeout": 20},
+                use_unstable_protocol=True) as (conn, proc):
+            await asyncio.wait_for(conn.initialize(protocol_version=1,
+                                                   client_capabilities=capabilities), 60)
             if not new:
                 yield conn, proc, ""
                 return
@@ -170,7 +173,7 @@ def test_export_afterwards_verifies(llm_server, tmp_path):
     assert "Removed the last instruction (“sum 0..9”)" in client.message()
     assert "False" in text_of(client.finished()[-1])  # /undo rolled the variable back
     assert first.stop_reason == exported.stop_reason == bad.stop_reason == "end_turn"
-    assert "Exported to `out.ipynb`" in client.message()
+    assert f"Exported to `{tmp_path / 'work' / 'out.ipynb'}`" in client.message()
     assert "Usage: /export [PATH]" in client.message()  # a command's usage says how to fix it
     assert "Files left in place" in client.message() and "`out.ipynb`" in client.message()
     notebook = tmp_path / "work" / "out.ipynb"  # undo keeps what the kernel did not write

@@ -170,3 +170,46 @@ def test_history_of_a_loaded_conversation():
     kinds = [u.session_update for u in U.history_updates(messages)]
     assert kinds == ["user_message_chunk", "agent_message_chunk", "tool_call",
                      "agent_message_chunk"]
+
+
+def test_the_model_option_lists_the_models_used_and_the_current_one():
+    [option] = U.model_options("openai/b", ["openai/a", "openai/b", ""])
+    assert (option.id, option.type, option.category) == ("model", "select", "model")
+    assert option.current_value == "openai/b"
+    assert [o.value for o in option.options] == ["openai/a", "openai/b"]
+    [none] = U.model_options("", [])
+    assert none.current_value == "" and none.options[0].name == "(none configured)"
+    update = U.config_update([option])
+    assert update.session_update == "config_option_update"
+
+
+def test_edit_is_offered_only_where_the_client_shows_forms_and_its_answers_mean():
+    from acp.schema import (
+        AcceptElicitationResponse,
+        CancelElicitationResponse,
+        DeclineElicitationResponse,
+    )
+
+    req = request("print(1)")
+    assert "edit" not in [o.option_id for o in U.permission_options(req)]
+    with_edit = U.permission_options(req, edit=True)
+    assert [(o.option_id, o.kind) for o in with_edit][:2] == [
+        ("allow_once", "allow_once"), ("edit", "allow_once")]
+    assert U.chose_edit(answer("edit")) and not U.chose_edit(answer("allow_once"))
+    assert not U.chose_edit(answer(None))
+    message, mode = U.edit_form(req, "acp-1", "call-1")
+    assert mode.session_id == "acp-1" and mode.tool_call_id == "call-1"
+    assert mode.requested_schema.properties["code"].default == "print(1)"
+    assert mode.requested_schema.required == ["code"] and "step 1" in message.lower()
+    edited = U.edit_decision(AcceptElicitationResponse(action="accept",
+                                                       content={"code": "print(2)"}), req)
+    assert (edited.action, edited.code, edited.edited) == ("run", "print(2)", True)
+    same = U.edit_decision(AcceptElicitationResponse(action="accept",
+                                                     content={"code": "print(1)"}), req)
+    assert same.action == "run" and not same.edited
+    assert U.edit_decision(AcceptElicitationResponse(action="accept", content={"code": " "}),
+                           req) is None  # an empty edit: ask again
+    assert U.edit_decision(DeclineElicitationResponse(action="decline"), req) is None
+    assert U.edit_decision(CancelElicitationResponse(action="cancel"), req).action == "stop"
+    # an "edit" answer without the form behind it is not an option that was offered
+    assert U.decision_from(answer("edit"), req).action == "stop"

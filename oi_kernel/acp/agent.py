@@ -5,19 +5,20 @@ client's cwd; the client's MCP servers join the configured ones under the same a
 ``session/prompt`` runs one instruction, or a line command of the command table when the
 text starts with ``/``; the engine's events go to the client as ``session/update``s
 (``acp.updates``), in order, before the prompt's response. Approval asks the client with
-``session/request_permission``. ``session/cancel`` cancels the instruction's task, which is
+``session/request_permission`` (``acp.approve``, Edit through a form). ``session/cancel`` cancels the instruction's task, which is
 how the kernel interrupts: a step being run interrupts the child, a permission request that
-is never answered is abandoned. Closing the agent stops every child kernel and MCP server.
+is never answered is abandoned. ``session/load``, ``resume`` and ``fork`` open a session
+again from the conversation kept after each prompt (``acp.store``), ``session/list`` lists
+those, ``session/close`` stops one session; the model is the session's one config option.
+Closing the agent stops every child kernel and MCP server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
-import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -28,28 +29,41 @@ from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
     AvailableCommandInput,
+    CloseSessionResponse,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionForkCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
     UnstructuredCommandInput,
 )
 
 from oi_kernel._version import __version__
+from oi_kernel.acp import store
 from oi_kernel.acp import updates as U
+from oi_kernel.acp.approve import ClientApprover
+from oi_kernel.acp.servers import add_client_servers, client_servers
 from oi_kernel.core import events as E
-from oi_kernel.core.types import ApprovalRequest, Decision, Turn
-from oi_kernel.errors import ConfigError, OIError
+from oi_kernel.core.types import Turn
+from oi_kernel.errors import OIError
 from oi_kernel.session import commands as C
 from oi_kernel.session.assembly import Session, build_session
 
 log = logging.getLogger(__name__)
 HIDDEN_COMMANDS = {"display"}  # how a notebook cell streams: nothing to choose in a chat
 COMMANDS_DELAY_S = 0.05  # the command list follows the session/new response
-SESSION_ID = re.compile(r"^acp-[0-9a-f]{16}$")
 
 
 class Outbox:
@@ -67,7 +81,12 @@ class Outbox:
             self.queue.put_nowait(update)
 
     async def drain(self) -> None:
-        await self.queue.join()
+        """Wait until every update put so far is sent (or the outbox is closed)."""
+        if self.task.done():
+            return
+        sent = asyncio.ensure_future(self.queue.join())
+        await asyncio.wait({sent, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        sent.cancel()
 
     async def _send_all(self) -> None:
         while True:
@@ -85,31 +104,6 @@ class Outbox:
         self.task.cancel()
 
 
-class ClientApprover:
-    """Asks the ACP client (``session/request_permission``) about each step; the step's
-    tool call has been sent before the question."""
-
-    shows_code = True
-
-    def __init__(self, state: AcpSession) -> None:
-        self.state = state
-
-    async def decide(self, request: ApprovalRequest) -> Decision:
-        state = self.state
-        await state.outbox.drain()
-        call, options = U.permission_request(request)
-        try:
-            response = await state.conn.request_permission(
-                session_id=state.id, tool_call=call, options=options)
-        except ConnectionError:
-            return Decision("stop", reason="the ACP client disconnected")
-        except RequestError as exc:  # a client that cannot ask: nothing runs unasked
-            raise OIError(f"The step was not run: the ACP client could not ask for approval "
-                          f"({exc}). Use a client that answers session/request_permission, "
-                          "or `/auto_run on` to run code without asking.") from None
-        return U.decision_from(response, request)
-
-
 class AcpSession:
     """One ACP session: our session, its outbox, and the instruction running now."""
 
@@ -121,24 +115,47 @@ class AcpSession:
         self.session: Session | None = None
         self.task: asyncio.Task[Any] | None = None
         self.updates: U.TurnUpdates | None = None  # the running prompt's
+        self.models: list[str] = []  # the models this session has used, for the option
+        self.can_edit = False  # the client shows forms (elicitation): Edit is offered
 
-    def save(self) -> None:
-        """Keep the conversation for ``session/load`` (secrets redacted; nothing when the
-        session has had no instruction)."""
+    def options(self) -> list[Any]:
+        """The session config options (the model) as the client shows them."""
+        assert self.session is not None
+        model = self.session.llm.model
+        self.models = list(dict.fromkeys([*self.models, model] if model else self.models))
+        return U.model_options(model, self.models)
+
+    def busy(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def document(self) -> dict[str, Any] | None:
+        """The conversation as kept (secrets redacted); None before the first instruction."""
         from oi_kernel.record.saved import snapshot, to_document
 
         if self.session is None or not self.session.engine.conversation.turn_starts:
-            return
+            return None
         engine = self.session.engine
-        target = saved_path(self.id)
+        return to_document(snapshot(engine), engine.secrets.values())
+
+    def save(self) -> None:
+        """Keep the conversation for ``session/load``, ``resume``, ``fork`` and ``list``."""
+        if (document := self.document()) is None:
+            return
         try:
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = target.with_name(f".{target.name}.tmp")
-            tmp.write_text(json.dumps(to_document(snapshot(engine), engine.secrets.values())),
-                           encoding="utf-8")
-            os.replace(tmp, target)
+            store.write(self.id, document, self.cwd)
         except OSError as exc:  # the prompt succeeded; only a later load is lost
             self.say(f"The conversation could not be kept for a later session/load: {exc}")
+
+    def path(self, given: str) -> str:
+        """A command's PATH argument: ``~`` expanded, a relative one in the session's cwd
+        (never by ``os.chdir``: the sessions share one process)."""
+        return os.path.join(self.cwd, os.path.expanduser(given))
+
+    def title(self) -> str:
+        """What ``session/list`` calls the session: its first instruction ("" before it)."""
+        conversation = self.session.engine.conversation if self.session is not None else None
+        return store.title_of(list(conversation.messages), list(conversation.turn_starts)
+                              ) if conversation is not None else ""
 
     def say(self, markdown: str) -> None:
         self.outbox.put(H.update_agent_message_text(markdown.rstrip("\n") + "\n\n"))
@@ -163,6 +180,7 @@ class OIAgent:
 
     def __init__(self, parent: Any = None) -> None:
         self.parent = parent  # the configurable whose config applies (oi_kernel_config)
+        self.can_edit = False  # the client can show a form (elicitation/create, form mode)
         self.conn: Any = None
         self.sessions: dict[str, AcpSession] = {}
 
@@ -171,10 +189,15 @@ class OIAgent:
 
     async def initialize(self, protocol_version: int, client_capabilities: Any = None,
                          client_info: Any = None, **kwargs: Any) -> InitializeResponse:
+        forms = getattr(getattr(client_capabilities, "elicitation", None), "form", None)
+        self.can_edit = forms is not None
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(), resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(), fork=SessionForkCapabilities()),
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True)),
             agent_info=Implementation(name="oi-kernel", title="Open Interpreter",
@@ -183,39 +206,123 @@ class OIAgent:
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None,
                           **kwargs: Any) -> NewSessionResponse:
-        state = self._open(f"acp-{secrets.token_hex(8)}", cwd, mcp_servers)
-        return NewSessionResponse(session_id=state.id)
+        state = self._open(new_id(), cwd, mcp_servers)
+        return NewSessionResponse(session_id=state.id, config_options=state.options())
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        """A session of an earlier agent process, from the conversation saved after each of
+        """A session of an earlier agent process, from the conversation kept after each of
         its prompts: the history is sent again, then the session goes on (its variables are
         gone: a new Python kernel runs the code)."""
+        state = await self._reopen(session_id, cwd, mcp_servers, history=True)
+        return LoadSessionResponse(config_options=state.options())
+
+    async def resume_session(self, session_id: str, cwd: str,
+                             mcp_servers: list[Any] | None = None,
+                             **kwargs: Any) -> ResumeSessionResponse:
+        """``session/load`` without sending the history again (the client has it)."""
+        state = await self._reopen(session_id, cwd, mcp_servers, history=False)
+        return ResumeSessionResponse(config_options=state.options())
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None,
+                           **kwargs: Any) -> ForkSessionResponse:
+        """A new session whose conversation starts as ``session_id``'s is now (an open one's
+        last finished prompt, else the kept one); the history is not sent again."""
+        source = self.sessions.get(session_id)
+        try:
+            document = source.document() if source is not None and not source.busy() else None
+            if document is None and not store.is_kept(session_id):
+                raise OIError(f"{session_id!r} has no finished instruction to fork yet: fork "
+                              "it after its first prompt." if source is not None else
+                              f"no session {session_id!r} to fork: not open here and not kept "
+                              f"in {store.directory()}; session/list shows the sessions.")
+            document = document or store.read_document(session_id)
+        except OIError as exc:
+            raise RequestError.invalid_params({"sessionId": str(exc)}) from None
+        fork = new_id()
+        try:
+            store.write(fork, document, cwd)
+            state = await self._reopen(fork, cwd, mcp_servers, history=False)
+        except OSError as exc:
+            raise RequestError.internal_error({"message": f"The fork could not be kept: {exc}"}
+                                              ) from None
+        except RequestError:
+            store.path_of(fork).unlink(missing_ok=True)
+            raise
+        return ForkSessionResponse(session_id=fork, config_options=state.options())
+
+    async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
+                                **kwargs: Any) -> SetSessionConfigOptionResponse:
+        """The model picked in the client: as ``/model NAME`` (the next LLM call uses it)."""
+        state = self._state(session_id)
+        if config_id != U.MODEL_OPTION:
+            raise RequestError.invalid_params({"configId": f"no option {config_id!r}: "
+                                               f"{U.MODEL_OPTION!r} is the only one (the "
+                                               "/commands set the rest)."})
+        if not isinstance(value, str) or not value.strip():
+            raise RequestError.invalid_params({"value": "send a model's name (a litellm model "
+                                               "name such as openai/gpt-4o-mini)."})
+        assert state.session is not None
+        state.session.llm.model = value.strip()
+        return SetSessionConfigOptionResponse(config_options=state.options())
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Cancel the session's instruction, stop its child kernel and MCP servers, end its
+        log; its conversation stays kept for a later load, resume or fork."""
+        state = self._state(session_id)
+        del self.sessions[session_id]
+        await state.close()
+        state.save()
+        return CloseSessionResponse()
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
+                            **kwargs: Any) -> ListSessionsResponse:
+        """The kept sessions (of ``cwd``, when given), the most recent first, with titles."""
+        if cwd is not None and not os.path.isabs(cwd):
+            raise RequestError.invalid_params({"cwd": f"{cwd!r} is not an absolute path: send "
+                                               "the directory whose sessions to list, or none."})
+        try:
+            items, after = store.page(store.kept(cwd), cursor)
+        except ValueError:
+            raise RequestError.invalid_params({"cursor": f"{cursor!r} is not a cursor of this "
+                                               "agent: send nextCursor from the last page, or "
+                                               "none for the first page."}) from None
+        return ListSessionsResponse(next_cursor=after, sessions=[
+            SessionInfo(session_id=k.session_id, cwd=k.cwd, title=k.title or None,
+                        updated_at=k.updated_at) for k in items])
+
+    async def _reopen(self, session_id: str, cwd: str, mcp_servers: list[Any] | None,
+                      history: bool) -> AcpSession:
+        """Open a kept session again (load, resume, fork); the history is sent if asked."""
         from oi_kernel.record import saved as cio
 
         if session_id in self.sessions:
-            raise RequestError.invalid_params({"sessionId": f"{session_id!r} is open already."})
-        if not SESSION_ID.match(session_id or "") or not saved_path(session_id).is_file():
+            raise RequestError.invalid_params({"sessionId": f"{session_id!r} is open already: "
+                                               "send prompts to it."})
+        if not store.is_kept(session_id):
             raise RequestError.invalid_params({"sessionId": f"no saved session {session_id!r} "
-                                               f"in {saved_path('')}: start one with "
-                                               "session/new."})
+                                               f"in {store.directory()}: start one with "
+                                               "session/new (session/list shows the saved "
+                                               "ones)."})
         state = self._open(session_id, cwd, mcp_servers)
         assert state.session is not None
         try:
-            saved = cio.load(state.session.engine, saved_path(session_id))
+            saved = cio.load(state.session.engine, store.path_of(session_id))
         except OIError as exc:
             del self.sessions[session_id]
             await state.close()
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
-        state.outbox.put(*U.history_updates(saved.messages))
+        if history:
+            state.outbox.put(*U.history_updates(saved.messages))
         state.say(cio.load_message(saved, state.session.llm.model, False, "/"))
         await state.outbox.drain()
-        return LoadSessionResponse()
+        return state
 
     def _open(self, session_id: str, cwd: str, mcp_servers: list[Any] | None) -> AcpSession:
         path = work_dir(cwd)
         servers = client_servers(mcp_servers or [], str(path))
         state = AcpSession(session_id, self.conn, str(path))
+        state.can_edit = self.can_edit
         try:
             state.session = build_session("acp", approver=ClientApprover(state),
                                           parent=self.parent, session_id=session_id,
@@ -245,6 +352,7 @@ class OIAgent:
                                                 "session/cancel first."})
         text = prompt_text(prompt)
         state.updates = None
+        untitled = not state.title()
         line = text.strip()
         if line.startswith("/") and line[1:].split(" ", 1)[0] in C.COMMANDS:
             work: Any = self._command(state, line[1:])
@@ -269,6 +377,8 @@ class OIAgent:
         if state.updates is not None:
             state.outbox.put(*state.updates.close_open("interrupted" if cancelled else "failed"))
         state.save()
+        if untitled and (title := state.title()):  # the first instruction names the session
+            state.outbox.put(U.title_update(title))
         await state.outbox.drain()
         return PromptResponse(stop_reason=U.stop_reason(turn, cancelled),  # type: ignore[arg-type]
                               usage=U.usage(turn))
@@ -294,13 +404,14 @@ class OIAgent:
         assert session is not None
         updates = state.updates = U.TurnUpdates()
         ctx = C.CommandContext(session, state.say,
-                               lambda: (lambda event: _send(state, updates, event)))
-        here = os.getcwd()
-        os.chdir(state.cwd)  # a relative path (/export FILE) is the session's
+                               lambda: (lambda event: _send(state, updates, event)),
+                               path=state.path)
+        model = session.llm.model
         try:
             await C.run_command(ctx, line)
         finally:
-            os.chdir(here)
+            if session.llm.model != model:  # /model NAME: the client's picker follows
+                state.outbox.put(U.config_update(state.options()))
         return None
 
     def _state(self, session_id: str) -> AcpSession:
@@ -327,11 +438,8 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def saved_path(session_id: str) -> Path:
-    """Where an ACP session's conversation is kept between agent processes."""
-    from oi_kernel.record.session_log import default_log_dir
-
-    return default_log_dir() / "acp-sessions" / (f"{session_id}.json" if session_id else "")
+def new_id() -> str:
+    return f"acp-{secrets.token_hex(8)}"
 
 
 def work_dir(cwd: str) -> Path:
@@ -370,55 +478,3 @@ def commands_update(session: Session) -> Any:
                          input=AvailableCommandInput(root=UnstructuredCommandInput(hint=c.usage))
                          if c.usage else None)
         for c in C.available(session) if c.name not in HIDDEN_COMMANDS])
-
-
-# ----------------------------------------------------------------------------- MCP servers
-def client_servers(servers: list[Any], cwd: str) -> list[Any]:
-    """The client's MCP servers as our ``ServerSpec``s (stdio and streamable HTTP; the
-    client's environment and headers kept). InvalidParams saying what to change otherwise."""
-    from oi_kernel.execution.mcp.config import parse_config
-
-    table: dict[str, Any] = {}
-    for server in servers:
-        name = getattr(server, "name", "")
-        if getattr(server, "type", None) == "sse" or getattr(server, "type", None) == "acp":
-            raise RequestError.invalid_params({"mcpServers": f"MCP server {name!r}: the "
-                                               f"{server.type} transport is not supported here; "
-                                               "use stdio or streamable HTTP."})
-        if hasattr(server, "url"):
-            table[name] = {"url": server.url,
-                           "headers": {h.name: h.value for h in server.headers or []}}
-        else:
-            table[name] = {"command": server.command, "args": list(server.args or []),
-                           "env": {e.name: e.value for e in server.env or []}, "cwd": cwd}
-    try:
-        return parse_config({"mcpServers": table}, "the ACP client's session/new", {})
-    except ConfigError as exc:
-        raise RequestError.invalid_params({"mcpServers": str(exc)}) from None
-
-
-def add_client_servers(session: Session, specs: list[Any]) -> None:
-    """Give the session the client's servers next to the configured ones (a configured
-    server of the same name wins); the administrator's policy applies to them alike."""
-    from oi_kernel.execution.mcp.connection import Connection
-    from oi_kernel.execution.mcp.hub import McpTools
-    from oi_kernel.execution.mcp.pins import PinStore, default_path
-    from oi_kernel.session.tools import PinOnApproval, mcp_provider
-
-    policy = session.policy
-    allowed = [s for s in specs if policy is None or not policy.active
-               or policy.mcp_server_allowed(s.name)]
-    for refused in (s for s in specs if s not in allowed):
-        session.policy_notices.append(f"MCP server {refused.name!r} from the client not "
-                                      "started: the administrator's policy does not allow it.")
-    hub = mcp_provider(session)
-    engine = session.engine
-    if hub is None:
-        settings = engine.tool_settings
-        hub = McpTools([], PinStore(default_path(settings.pin_file)),
-                       wait=settings.connect_timeout)
-        engine.toolbox.providers.append(hub)
-        if not isinstance(engine.approver, PinOnApproval):
-            engine.approver = PinOnApproval(engine.approver, engine.toolbox)
-    known = {s.name for s in hub.servers}
-    hub.connections.extend(Connection(s) for s in allowed if s.name not in known)

@@ -81,7 +81,9 @@ async def serve(proto_in: Any, proto_out: Any) -> None:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, lambda: main and main.cancel())
     try:
-        await run_agent(agent, writer, reader)
+        # session/resume, /fork and /close are "unstable" in the SDK's router: without
+        # the flag it answers them itself with method_not_found
+        await run_agent(agent, writer, reader, use_unstable_protocol=True)
     except asyncio.CancelledError:
         pass
     finally:

@@ -12,7 +12,10 @@ becomes; ``permission_request(request)`` the tool call and options to ask about;
                 StepDone        -> tool_call_update (completed / failed: output, changes, flags)
     notices     Notice          -> agent_message_chunk (a quoted line)
     the end     TurnDone        -> the prompt's stop reason and usage (``stop_reason``)
-    approval    Run = allow_once, Run all = allow_always, Skip = reject_once, Stop = reject_always
+    approval    Run = allow_once, Run all = allow_always, Skip = reject_once, Stop = reject_always;
+                Edit (id edit, kind allow_once) where the client shows forms: elicitation/create
+    the model   the session config option "model" (category model) <-> ``/model NAME``
+    the title   the first instruction -> session_info_update (as session/list shows it)
 """
 
 from __future__ import annotations
@@ -23,9 +26,16 @@ from typing import Any
 
 from acp import helpers as H
 from acp.schema import (
+    ConfigOptionUpdate,
     ContentToolCallContent,
+    ElicitationFormSessionMode,
+    ElicitationSchema,
+    ElicitationStringPropertySchema,
     PermissionOption,
     RequestPermissionResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfoUpdate,
     ToolCallUpdate,
     Usage,
 )
@@ -50,6 +60,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "reject_once": ("skip", "Skip"),
     "reject_always": ("stop", "Stop"),
 }
+
+EDIT = "edit"  # the option id of Edit (its kind: allow_once)
 
 STOP_REASONS = {"interrupted": "cancelled", "max_steps": "max_turn_requests",
                 "cap": "max_turn_requests"}
@@ -111,14 +123,19 @@ def _raw_input(request: ApprovalRequest) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- permission
-def permission_options(request: ApprovalRequest) -> list[PermissionOption]:
-    """Run, Run all (unless the administrator's policy asks about every block), Skip, Stop."""
-    return [PermissionOption(option_id=kind, name=name, kind=kind)  # type: ignore[arg-type]
-            for kind, (action, name) in OPTIONS.items()
-            if action != "run_all" or request.run_all_allowed]
+def permission_options(request: ApprovalRequest, edit: bool = False) -> list[PermissionOption]:
+    """Run, Edit (where the client can show a form), Run all (unless the administrator's
+    policy asks about every block), Skip, Stop."""
+    options = [PermissionOption(option_id=kind, name=name, kind=kind)  # type: ignore[arg-type]
+               for kind, (action, name) in OPTIONS.items()
+               if action != "run_all" or request.run_all_allowed]
+    if edit:
+        options.insert(1, PermissionOption(option_id=EDIT, name="Edit", kind="allow_once"))
+    return options
 
 
-def permission_request(request: ApprovalRequest) -> tuple[ToolCallUpdate, list[PermissionOption]]:
+def permission_request(request: ApprovalRequest, edit: bool = False
+                       ) -> tuple[ToolCallUpdate, list[PermissionOption]]:
     """What ``session/request_permission`` asks about one step: the tool call with its code,
     the risk flags and untrusted-content notes (as text and in ``_meta``), and the options."""
     meta = {META: {"turn": request.turn, "step": request.step,
@@ -129,7 +146,7 @@ def permission_request(request: ApprovalRequest) -> tuple[ToolCallUpdate, list[P
                           title=_title(request), kind="execute", status="pending",
                           content=_request_content(request), raw_input=_raw_input(request),
                           field_meta=meta)
-    return call, permission_options(request)
+    return call, permission_options(request, edit)
 
 
 def decision_from(response: RequestPermissionResponse, request: ApprovalRequest) -> Decision:
@@ -150,6 +167,36 @@ def decision_from(response: RequestPermissionResponse, request: ApprovalRequest)
     reason = ("the client cancelled the permission request" if option is None
               else f"the client answered with an option that was not offered: {option!r}")
     return Decision("stop", reason=reason, by=by)
+
+
+def chose_edit(response: RequestPermissionResponse) -> bool:
+    outcome = response.outcome
+    return outcome.outcome == "selected" and getattr(outcome, "option_id", None) == EDIT
+
+
+def edit_form(request: ApprovalRequest, session_id: str, call_id: str) -> tuple[str, Any]:
+    """The message and form (``elicitation/create``, form mode) that let the user change a
+    step's code: one text field, ``code``, holding the code proposed."""
+    what = "arguments (JSON)" if request.block.tool else f"{request.block.language} code"
+    field = ElicitationStringPropertySchema(
+        type="string", title=f"Step {request.step}: {what}", default=request.block.code,
+        description="Change it, then accept to run it as it is now.")
+    return (f"Edit step {request.step} before it runs.", ElicitationFormSessionMode(
+        session_id=session_id, tool_call_id=call_id, requested_schema=ElicitationSchema(
+            type="object", properties={"code": field}, required=["code"])))
+
+
+def edit_decision(answer: Any, request: ApprovalRequest) -> Decision | None:
+    """The edit form's answer: accepted code runs (as edited when it changed); an empty or
+    declined form is None (ask again); a cancelled one stops the instruction."""
+    by = identity.person()
+    action = getattr(answer, "action", "")
+    code = (getattr(answer, "content", None) or {}).get("code") if action == "accept" else None
+    if isinstance(code, str) and code.strip():
+        return Decision("run", code, edited=code != request.block.code, by=by)
+    if action in ("accept", "decline"):
+        return None
+    return Decision("stop", reason="the client cancelled the edit", by=by)
 
 
 # ----------------------------------------------------------------------------- events
@@ -291,3 +338,31 @@ def history_updates(messages: list[dict[str, Any]]) -> list[Any]:
                                              kind="execute", status="completed",
                                              content=[_text(f"```\n{arguments}\n```")]))
     return out
+
+
+# ----------------------------------------------------------------------------- the model
+MODEL_OPTION = "model"  # the id of the one session config option
+
+
+def model_options(current: str, used: Sequence[str]) -> list[Any]:
+    """The session's config options: the model, a select of the models this session has
+    used (any litellm name can be set, as ``/model NAME`` does), the current one selected."""
+    names = list(dict.fromkeys([*(m for m in used if m), current]))
+    choices = [SessionConfigSelectOption(value=name, name=name) if name else
+               SessionConfigSelectOption(value="", name="(none configured)",
+                                         description="set OI_MODEL, or /model NAME")
+               for name in names]
+    return [SessionConfigOptionSelect(
+        id=MODEL_OPTION, name="Model", category="model", type="select", current_value=current,
+        options=choices, description="The language model that writes the code (a litellm "
+        "model name; /model NAME sets one that is not listed).")]
+
+
+def title_update(title: str) -> SessionInfoUpdate:
+    """Tell the client the session's title (its first instruction, as session/list shows)."""
+    return SessionInfoUpdate(session_update="session_info_update", title=title)
+
+
+def config_update(options: list[Any]) -> ConfigOptionUpdate:
+    """Tell the client the config options changed (after ``/model NAME``)."""
+    return ConfigOptionUpdate(session_update="config_option_update", config_options=options)

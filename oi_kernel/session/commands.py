@@ -32,6 +32,7 @@ class CommandContext:
     session: Session
     say: Callable[[str], None]  # show markdown in the current cell
     events: Callable[[], EventSink]  # the current cell's event sink, with its TurnContext
+    path: Callable[[str], str] = str  # a PATH argument as a file's path (ACP: in the session's cwd)
 
     @property
     def prefix(self) -> str:
@@ -380,7 +381,7 @@ def _save(ctx: CommandContext, arg: str) -> None:
     from oi_kernel.record.saved import DEFAULT_PATH, save
 
     paths, flags = split_args(ctx, arg, {"--force"}, "save [PATH] [--force]")
-    saved = save(ctx.session.engine, paths[0] if paths else DEFAULT_PATH, "--force" in flags)
+    saved = save(ctx.session.engine, ctx.path((paths or [DEFAULT_PATH])[0]), "--force" in flags)
     s = "s" if saved.turns != 1 else ""
     ctx.say(f"Saved {saved.turns} instruction{s} ({len(saved.messages)} messages, "
             f"{len(saved.steps)} code steps) to `{saved.path}`. "
@@ -393,7 +394,7 @@ async def _load(ctx: CommandContext, arg: str) -> None:
 
     paths, flags = split_args(ctx, arg, {"--replay"}, "load [PATH] [--replay]")
     engine = ctx.session.engine
-    saved = cio.load(engine, paths[0] if paths else cio.DEFAULT_PATH)
+    saved = cio.load(engine, ctx.path((paths or [cio.DEFAULT_PATH])[0]))
     replay = "--replay" in flags
     ctx.say(cio.load_message(saved, engine.llm.model, replay, ctx.prefix))
     blocks = cio.replay_blocks(saved)
@@ -422,7 +423,7 @@ async def _profile(ctx: CommandContext, arg: str) -> None:
     session, child = ctx.session, ctx.session.child
     before = _sandbox_state(child)
     text = profile_command(session.engine, arg, child=child,
-                           selected_by=f"{ctx.prefix}profile")
+                           selected_by=f"{ctx.prefix}profile", cwd=ctx.path("."))
     after = _sandbox_state(child)
     if after and before and after != before and (after[0] or before[0]):  # applies at start
         await session.restart_child(f"{ctx.prefix}profile {arg}", wait=True,
@@ -475,7 +476,7 @@ def _export(ctx: CommandContext, arg: str) -> None:
     log = ctx.session.log
     if log is None:
         raise OIError("This session keeps no log, so there is nothing to export.")
-    out = export_notebook(log.path, paths[0] if paths else "oi-session-export.ipynb",
+    out = export_notebook(log.path, ctx.path((paths or ["oi-session-export.ipynb"])[0]),
                           include_failed="--include-failed" in flags, force="--force" in flags)
     ctx.say(f"Exported to `{out}`. Check it with `oi-kernel verify {out}`.")
 

@@ -299,13 +299,15 @@ def _show(value: Any, kind: str = "") -> str:
 
 
 # ----------------------------------------------------------------------------- commands
-def profile_command(engine: Any, arg: str, child: Any = None, selected_by: str = "%profile") -> str:
-    """``%profile [NAME | --list | --clear]`` for any front door; returns markdown to show."""
+def profile_command(engine: Any, arg: str, child: Any = None, selected_by: str = "%profile",
+                    cwd: str | None = None) -> str:
+    """``%profile [NAME | --list | --clear]`` for any front door; returns markdown to show
+    (a project's profiles are looked for from ``cwd``, by default the process's directory)."""
     arg = arg.strip()
     if not arg:
         return describe(engine, child)
     if arg == "--list":
-        found = list_profiles()
+        found = list_profiles(cwd)
         if not found:
             return "No profiles found."
         return "| profile | file |\n|---|---|\n" + "\n".join(
@@ -315,7 +317,7 @@ def profile_command(engine: Any, arg: str, child: Any = None, selected_by: str =
         return _report(apply(engine, None, child=child, selected_by=selected_by), "Profile cleared")
     if arg.startswith("-"):
         raise ProfileError("Usage: %profile [NAME | --list | --clear]")
-    profile = load_profile(arg)
+    profile = load_profile(arg, cwd)
     applied = apply(engine, profile, child=child, selected_by=selected_by)
     return _report(applied, f"Profile **{profile.name}** applied")
 
