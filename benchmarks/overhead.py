@@ -335,7 +335,101 @@ def _profile_markdown(p: dict[str, Any], what: str = "") -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    from benchmarks.run_all import print_section
+# ----------------------------------------------------------------------------- side by side
+def measure_side_by_side(
+    trees: list[tuple[str, str]], runs: int, warmup: int
+) -> dict[str, dict[str, Any]]:
+    """Section 1's ratio for several trees of the wrapper in one run: one Open Interpreter
+    kernel per tree (``PYTHONPATH``) and one plain kernel; per block of ``BLOCK`` pairs and
+    per mode, each tree's kernel runs ``interleaved`` with the plain kernel, the trees in
+    alternating order, so load changes hit every tree alike. Also the CPU time per request
+    (psutil) of each wrapper process alone and of its child kernel, over the same blocks."""
+    import psutil
 
-    print_section(run(quick="--quick" in sys.argv))
+    out: dict[str, dict[str, Any]] = {
+        label: {mode: {"ours": [], "base": [], "cpu_wrapper": 0.0, "cpu_child": 0.0}
+                for mode in MODES} for label, _ in trees}
+    with llm_server() as server, scratch_dir() as tmp:
+        kernels: list[tuple[str, BenchKernel]] = []
+        try:
+            for i, (label, tree) in enumerate(trees):
+                env = oi_env(server.url, str(tmp / f"logs{i}"), PYTHONPATH=tree)
+                kernels.append((label, BenchKernel(OI_KERNEL, env, cwd=str(tmp))))
+            with BenchKernel(PLAIN_KERNEL, cwd=str(tmp)) as plain:
+                for _label, k in kernels:
+                    warm(k, OI_CELL, warmup)
+                warm(plain, PLAIN_CELL, warmup)
+                procs = {label: psutil.Process(k.pid) for label, k in kernels}
+
+                def cpu(label: str) -> tuple[float, float]:
+                    proc = procs[label]
+                    own = sum(proc.cpu_times()[:2])
+                    kids = sum(sum(c.cpu_times()[:2]) for c in proc.children(recursive=True))
+                    return own, kids
+
+                done = 0
+                while done < runs:
+                    n = min(BLOCK, runs - done)
+                    order = kernels if (done // BLOCK) % 2 == 0 else kernels[::-1]
+                    for mode, pause in MODES.items():
+                        for label, k in order:
+                            before = cpu(label)
+                            ours, base = interleaved(k, plain, n, pause)
+                            after = cpu(label)
+                            row = out[label][mode]
+                            row["ours"] += ours
+                            row["base"] += base
+                            row["cpu_wrapper"] += after[0] - before[0]
+                            row["cpu_child"] += after[1] - before[1]
+                    done += n
+        finally:
+            for _label, k in kernels:
+                k.close()
+    return out
+
+
+def side_by_side_markdown(data: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "| tree | mode | ours median | python3 median | ratio | p90 ratio "
+        "| wrapper CPU/request | child CPU/request |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for label, modes in data.items():
+        for mode, row in modes.items():
+            ours, base = Summary.of(row["ours"]), Summary.of(row["base"])
+            n = max(ours.n, 1)
+            lines.append(
+                f"| {label} | {mode} | {ms(ours.median)} | {ms(base.median)} "
+                f"| {ratio(ours.median, base.median):.2f}x | {ratio(ours.p90, base.p90):.2f}x "
+                f"| {ms(row['cpu_wrapper'] / n)} | {ms(row['cpu_child'] / n)} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny iteration counts (smoke)")
+    parser.add_argument(
+        "--against", action="append", default=[], metavar="TREE",
+        help="another tree of the project (e.g. `git archive main | tar -x -C /tmp/main`): "
+        "only the ratio, this tree and each TREE side by side in one run (repeatable)")
+    parser.add_argument("--runs", type=int, default=0, help="round trips per kernel and mode")
+    args = parser.parse_args(argv)
+    if not args.against:
+        from benchmarks.run_all import print_section
+
+        print_section(run(quick=args.quick))
+        return
+    runs = args.runs or (20 if args.quick else 300)
+    trees = [("this tree", str(REPO))] + [(t, t) for t in args.against]
+    print(f"load before: {os.getloadavg()}")
+    data = measure_side_by_side(trees, runs, 3 if args.quick else 30)
+    print(f"load after: {os.getloadavg()}")
+    print(side_by_side_markdown(data))
+
+
+if __name__ == "__main__":
+    main()

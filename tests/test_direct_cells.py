@@ -218,3 +218,38 @@ def test_other_cell_magics_run_in_the_child_without_the_model(ks, _server):
     shown = [m["content"]["data"]["text/html"] for m in html.of_type("display_data")]
     assert [text.strip() for text in shown] == ["<b>bold</b>"]
     assert _server.requests == []  # neither went to the model
+
+
+def _history_db_codes(ipython_dir: Path) -> list[str]:
+    import sqlite3
+
+    db = ipython_dir / "profile_default" / "history.sqlite"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        return [row[0] for row in conn.execute("SELECT source_raw FROM history")]
+
+
+@pytest.mark.kernel
+def test_the_childs_history_database_is_written_in_batches_and_complete_at_shutdown(
+        _server, tmp_path):
+    """ChildKernel._start: IPython's history.sqlite gets the cells in batches of
+    HISTORY_BATCH (not one transaction per cell) and the rest at shutdown; the session's
+    own history (``%history``, ``_i``) is complete all along."""
+    from oi_kernel.execution.child import HISTORY_BATCH
+
+    ipython_dir = tmp_path / "ipython"
+    env = {**oi_env(_server, tmp_path), "IPYTHONDIR": str(ipython_dir)}
+    codes = [f"hist_{i} = {i}" for i in range(3)]
+    with KernelSession(env=env, cwd=str(tmp_path)) as session:
+        for code in codes:
+            assert session.execute("%%python\n" + code, timeout=90).status == "ok"
+        shown = session.execute("%%python\n%history -n").stdout
+        assert all(code in shown for code in codes), shown
+        assert session.execute("%%python\nprint(_i2)").stdout == codes[1] + "\n"
+        assert HISTORY_BATCH > len(codes) + 2
+        assert not set(codes) & set(_history_db_codes(ipython_dir)), "written per cell"
+    deadline = time.monotonic() + 20  # the child writes the rest as it exits
+    while not set(codes) <= set(_history_db_codes(ipython_dir)):
+        assert time.monotonic() < deadline, _history_db_codes(ipython_dir)
+        time.sleep(0.1)

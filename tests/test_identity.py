@@ -60,6 +60,28 @@ def test_person_falls_back_to_the_os_user():
 
 
 @pytest.mark.unit
+def test_the_os_user_follows_the_environment_and_reads_the_password_database_once(
+        monkeypatch):
+    """Asked on every request: getpass.getuser()'s answer, /etc/passwd read once."""
+    pwd = pytest.importorskip("pwd")
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.delenv(name, raising=False)
+    lookups = []
+    real = pwd.getpwuid
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: lookups.append(uid) or real(uid))
+    identity._account_name.cache_clear()
+    try:
+        expected = getpass.getuser()
+        lookups.clear()
+        assert identity._os_user() == identity._os_user() == expected
+        assert len(lookups) == 1
+        monkeypatch.setenv("USER", "dora")
+        assert identity._os_user() == "dora" == getpass.getuser()
+    finally:
+        identity._account_name.cache_clear()
+
+
+@pytest.mark.unit
 def test_same_person_ignores_case_and_nobody_is_nobody():
     assert identity.same_person("Alice", "alice ")
     assert not identity.same_person("alice", "bob")

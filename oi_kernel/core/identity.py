@@ -10,6 +10,7 @@ user or the placeholder ``username``. A missing or meaningless name falls back t
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 from collections.abc import Mapping
@@ -48,9 +49,25 @@ def person(claimed: Any = None, env: Mapping[str, str] | None = None) -> str:
         if found := clean(name):
             return found
     try:
-        return clean(getpass.getuser()) or FALLBACK
+        return clean(_os_user()) or FALLBACK
     except Exception:  # no user name in the environment nor in the password database
         return FALLBACK
+
+
+def _os_user() -> str:
+    """``getpass.getuser()``, reading the password database once: the kernel asks on every
+    request (``from_message``), and each lookup opened and parsed ``/etc/passwd``."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):  # getuser's order
+        if user := os.environ.get(name):
+            return user
+    return _account_name(os.getuid()) if hasattr(os, "getuid") else getpass.getuser()
+
+
+@functools.lru_cache(maxsize=4)
+def _account_name(uid: int) -> str:
+    import pwd
+
+    return pwd.getpwuid(uid).pw_name
 
 
 def from_message(msg: Mapping[str, Any] | None) -> str:
