@@ -51,6 +51,7 @@ class Settings:
     max_files = 20_000
     max_file_bytes = 10_000_000
     max_total_bytes = 100_000_000
+    copy_max_bytes = 2_000_000  # a namespace of plain data up to this is pickled, not forked
     store = ""  # where pre-images and dumps go
     restore_timeout_s = 120.0
     ignore = ()  # absolute paths not scanned (e.g. the session log's folder)
@@ -207,8 +208,10 @@ def describe(fp):
     return name
 
 
-def fingerprints(ns):
-    return {name: _fingerprint(value) for name, value in public_names(ns).items()}
+def fingerprints(ns, values=None):
+    """``values``: ``public_names(ns)`` when the caller has it already."""
+    values = public_names(ns) if values is None else values
+    return {name: _fingerprint(value) for name, value in values.items()}
 
 
 def diff_variables(before, after):
@@ -328,10 +331,11 @@ def begin(language="python"):
     return _before(files, complete, listed, language)
 
 
-def _before(files, complete, listed, language="python"):
-    """Keep the state before a step: the namespace's fingerprints and a scan just made."""
+def _before(files, complete, listed, language="python", values=None):
+    """Keep the state before a step: the namespace's fingerprints and a scan just made
+    (``values``: the namespace's ``public_names`` just taken, if the caller has them)."""
     _State.root = os.getcwd()
-    _State.before_vars = fingerprints(_namespace())
+    _State.before_vars = fingerprints(_namespace(), values)
     _State.before_files, _State.before_complete, _State.before_listed = (
         files, complete, listed)
     cp = _State.current

@@ -7,6 +7,7 @@ then that module's own); imported as ``oi_kernel.execution.probe_checkpoints``, 
 come from those modules.
 """
 
+import io
 import json
 import os
 import pickle
@@ -45,7 +46,9 @@ class Checkpoint:
         if not os.path.exists(ignore):  # never committed by accident (like .pytest_cache)
             with open(ignore, "w") as fh:
                 fh.write("# saved by oi_kernel for %undo; deleted when the session ends\n*\n")
-        self.refs = {n: _keep(v) for n, v in public_names(_namespace()).items()}
+        self.values = values = public_names(_namespace())  # (for ``checkpoint``; then None)
+        self.refs = {n: _keep(v) for n, v in values.items()}
+        self.copy = _copy_plain(values)  # plain data: pickled now, no fork (see _copy_plain)
         self.root = os.getcwd()
         self.listed = set()
         self.files, self.files_complete = scan(self.root, listed=self.listed)
@@ -53,11 +56,12 @@ class Checkpoint:
         self.too_big = {}  # absolute path -> size
         self.created = set()
         self.saved_bytes = 0
-        self.pid, self.cmd_w, self.done_r = self._fork()
+        self.pid, self.cmd_w, self.done_r = self._fork() if self.copy is None else (None,) * 3
 
     def _fork(self):
         if not hasattr(os, "fork"):
             return None, None, None
+        _die_with_parent(prepare=True)  # (resolved here, once: the fork only calls it)
         cmd_r, cmd_w = os.pipe()
         done_r, done_w = os.pipe()
         pid = os.fork()
@@ -141,7 +145,12 @@ class Checkpoint:
                  "preimages": self.preimages, "too_big": self.too_big,
                  "created": sorted(self.created)}
         try:
-            text = json.dumps(index)  # (one call: json.dump to a file encodes in Python)
+            if state == (0, 0, 0) and _last_index[:1] == [index]:  # as the last checkpoint's
+                text = _last_index[1]  # (the files unchanged: the common case; no encoding)
+            else:
+                text = json.dumps(index)  # (one call: json.dump to a file encodes in Python)
+                if state == (0, 0, 0):
+                    _last_index[:] = [index, text]
             with open(os.path.join(self.dir, "index.json"), "w") as fh:
                 fh.write(text)
         except OSError:
@@ -156,11 +165,11 @@ class Checkpoint:
         except (OSError, ValueError):
             return None
         cp = cls.__new__(cls)
-        cp.cid, cp.dir, cp.pid, cp.refs = cid, directory, None, {}
+        cp.cid, cp.dir, cp.pid, cp.refs, cp.copy = cid, directory, None, {}, None
         cp.root, cp.files_complete = index["root"], index["complete"]
         cp.files = {k: tuple(v) for k, v in index["files"].items()}
         cp.preimages, cp.too_big = index["preimages"], index["too_big"]
-        cp.created, cp.saved_bytes = set(index["created"]), 0
+        cp.created, cp.saved_bytes, cp.values = set(index["created"]), 0, None
         return cp
 
     def release(self, wait=True):
@@ -172,12 +181,20 @@ class Checkpoint:
                     pass
             _reap(self.pid, wait)
             self.pid = None
+        self.copy = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def restore_namespace(self, ns):
         """Put the namespace back; returns (restored names, removed names, problems)."""
         loaded, failed = {}, {}
-        if self.pid is not None:
+        if self.copy is not None:
+            try:
+                loaded, failed = pickle.loads(self.copy)
+            except Exception as exc:
+                why = f"the saved copy could not be loaded ({type(exc).__name__}: {str(exc)[:80]})"
+                failed = {n: why for n in self.refs}
+            self.copy = None
+        elif self.pid is not None:
             path = os.path.join(self.dir, "namespace.pickle")
             os.write(self.cmd_w, f"dump {path}".encode())
             if _wait_readable(self.done_r, Settings.restore_timeout_s) and os.read(self.done_r, 2):
@@ -254,6 +271,7 @@ class Checkpoint:
         return report
 
 
+_last_index = []  # [index, its JSON text] of the last checkpoint written with no file saved yet
 _BY_REFERENCE = (types.FunctionType, type, types.BuiltinFunctionType, types.MethodType)
 _PLAIN = frozenset({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,
                     frozenset, type(None)})
@@ -284,6 +302,62 @@ def _deref(kept):
     return kept() if isinstance(kept, weakref.ref) else kept
 
 
+class _PlainOnly(Exception):
+    """A value that is not builtin data, or a copy over its size budget: fork instead."""
+
+
+class _Bounded(io.BytesIO):
+    def __init__(self, limit):
+        super().__init__()
+        self.limit = limit
+
+    def write(self, data):
+        if self.tell() + len(data) > self.limit:
+            raise _PlainOnly("over the size budget")
+        return super().write(data)
+
+
+_PLAIN_TOO = (complex, bytearray)
+
+
+class _PlainPickler(pickle.Pickler):
+    """Pickles builtin data only: the pickler asks ``reducer_override`` about every object
+    that is not an exact ``int float str bytes list tuple dict set frozenset`` (or None,
+    True, False) before anything of the object's own is called, and this refuses all of
+    them but ``complex`` and ``bytearray`` (and those two classes, which a complex number's
+    pickle names)."""
+
+    def reducer_override(self, obj):
+        if type(obj) in _PLAIN_TOO or obj in _PLAIN_TOO:
+            return NotImplemented
+        raise _PlainOnly(type(obj).__name__)
+
+
+def _copy_plain(values):
+    """The namespace pickled now, as the fork's ``_dump`` would pickle it at restore, when
+    every value is builtin data (numbers, text, bytes, and lists, tuples, dicts and sets of
+    them: exact types, no subclasses) or kept by reference (functions, classes), in at most
+    ``Settings.copy_max_bytes``; None otherwise (then a fork keeps the namespace).
+
+    For such values both ways restore the same: pickling them runs none of the user's code
+    (no ``__reduce__``, ``__getstate__`` or ``__eq__`` of theirs) and the copy cannot
+    change afterwards. The copy costs one pickling of the data; a fork costs page tables, a
+    copied page for every page the process writes until the next checkpoint, and tearing
+    the fork down when it is dropped, which for a small namespace is most of what change
+    tracking costs per instruction."""
+    limit = Settings.copy_max_bytes
+    if limit <= 0:
+        return None
+    good = {n: v for n, v in values.items() if not isinstance(v, _BY_REFERENCE)}
+    failed = {n: "restored by reference" for n in values if n not in good}
+    out = _Bounded(limit)
+    try:
+        _PlainPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((good, failed))
+    except Exception:  # not builtin data, over the budget, nested too deep, changed meanwhile
+        return None
+    return out.getvalue()
+
+
 def _dump(path):
     """In the fork: pickle the checkpoint's namespace (what can be) to ``path``; all values
     in one pickle when possible, so objects shared between variables stay shared."""
@@ -307,12 +381,24 @@ def _dump(path):
         pickle.dump((good, failed), fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _die_with_parent():
-    try:
-        import ctypes
+_prctl = []  # libc's prctl once looked up (empty: not yet; [None]: not available)
 
-        libc = ctypes.CDLL(None)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+def _die_with_parent(prepare=False):
+    """In a checkpoint's fork: be killed when the process that forked it dies.
+    ``prepare``: look ``prctl`` up now, in the process (once), so that the fork runs as little
+    Python as it can (each object it touches is a page copied for it)."""
+    if not _prctl:
+        try:
+            import ctypes
+
+            _prctl.append(ctypes.CDLL(None).prctl)
+        except Exception:
+            _prctl.append(None)
+    if prepare or _prctl[0] is None:
+        return
+    try:
+        _prctl[0](1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
         pass
 
@@ -393,11 +479,13 @@ def checkpoint(cid, store, snapshot=False, drop_ids=()):
     _State.checkpoints[cid] = cp
     _State.current = cp
     cp.save_index()
+    values, cp.values = cp.values, None  # (held no longer than this call)
     if snapshot:
-        _before(cp.files, cp.files_complete, cp.listed)
+        _before(cp.files, cp.files_complete, cp.listed, values=values)
     for old in drop_ids:
         drop(old)
-    return {"id": cid, "fork": cp.pid is not None, "variables": len(cp.refs),
+    return {"id": cid, "fork": cp.pid is not None, "copy": cp.copy is not None,
+            "variables": len(cp.refs),
             "files": len(cp.files), "cost_s": round(time.perf_counter() - started, 4)}
 
 
