@@ -150,6 +150,9 @@ def public_names(ns):
 _SCALARS = frozenset({bool, int, float, complex, type(None)})
 _SIZED = frozenset({str, bytes, bytearray, list, tuple, dict, set, frozenset})
 _CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, types.MethodType})
+# An object's identity as ``id`` gives it (its address, rotated: one to one) without the
+# audit event ``id`` raises: with the checkpoints' audit hook installed, each ``id`` calls it.
+_identity = object.__hash__
 
 
 def _fingerprint(value):
@@ -160,30 +163,31 @@ def _fingerprint(value):
     and dtype of arrays and tables."""
     kind = type(value)
     if kind in _SCALARS:
-        return (id(value), kind, value)
+        return (_identity(value), kind, value)
     if kind in _SIZED:
         if kind is str and len(value) <= SHORT_TEXT:
-            return (id(value), kind, value)
+            return (_identity(value), kind, value)
         size = len(value)
         if kind is list and size <= 1000:
-            return (id(value), kind, size, hash(tuple(map(id, value))))
+            return (_identity(value), kind, size, hash(tuple(map(_identity, value))))
         if kind is dict and size <= 1000:
-            return (id(value), kind, size, hash(tuple(
-                (k if type(k) in (str, int) else id(k), id(v)) for k, v in value.items())))
-        return (id(value), kind, size)
+            return (_identity(value), kind, size, hash(tuple(
+                (k if type(k) in (str, int) else _identity(k), _identity(v))
+                for k, v in value.items())))
+        return (_identity(value), kind, size)
     if kind is type:
-        return (id(value), kind, value.__qualname__)
+        return (_identity(value), kind, value.__qualname__)
     if kind in _CALLABLES:
-        return (id(value), kind, None)
+        return (_identity(value), kind, None)
     try:
         shape = getattr(value, "shape", None)
         if isinstance(shape, tuple):
             columns = getattr(value, "columns", None)
-            return (id(value), kind, shape, None if columns is not None
+            return (_identity(value), kind, shape, None if columns is not None
                     else getattr(value, "dtype", None))
     except Exception:
         pass
-    return (id(value), kind, None)
+    return (_identity(value), kind, None)
 
 
 def describe(fp):
@@ -211,7 +215,10 @@ def describe(fp):
 def fingerprints(ns, values=None):
     """``values``: ``public_names(ns)`` when the caller has it already."""
     values = public_names(ns) if values is None else values
-    return {name: _fingerprint(value) for name, value in values.items()}
+    fingerprint, scalars, short, identity = _fingerprint, _SCALARS, SHORT_TEXT, _identity
+    return {name: (identity(value), kind, value)  # (``_fingerprint``'s first case, inline: the most)
+            if (kind := type(value)) in scalars or (kind is str and len(value) <= short)
+            else fingerprint(value) for name, value in values.items()}
 
 
 def diff_variables(before, after):

@@ -47,8 +47,9 @@ class Checkpoint:
             with open(ignore, "w") as fh:
                 fh.write("# saved by oi_kernel for %undo; deleted when the session ends\n*\n")
         self.values = values = public_names(_namespace())  # (for ``checkpoint``; then None)
-        self.refs = {n: _keep(v) for n, v in values.items()}
-        self.copy = _copy_plain(values)  # plain data: pickled now, no fork (see _copy_plain)
+        plain = _PLAIN
+        self.refs = {n: None if type(v) in plain else _keep(v) for n, v in values.items()}
+        self.copy = _copy_plain(values, self.refs)  # builtin data: pickled now, not forked
         self.root = os.getcwd()
         self.listed = set()
         self.files, self.files_complete = scan(self.root, listed=self.listed)
@@ -333,11 +334,12 @@ class _PlainPickler(pickle.Pickler):
         raise _PlainOnly(type(obj).__name__)
 
 
-def _copy_plain(values):
+def _copy_plain(values, refs):
     """The namespace pickled now, as the fork's ``_dump`` would pickle it at restore, when
     every value is builtin data (numbers, text, bytes, and lists, tuples, dicts and sets of
     them: exact types, no subclasses) or kept by reference (functions, classes), in at most
-    ``Settings.copy_max_bytes``; None otherwise (then a fork keeps the namespace).
+    ``Settings.copy_max_bytes``; None otherwise (then a fork keeps the namespace). ``refs``:
+    what the checkpoint holds of each value (``_keep``: None for builtin data).
 
     For such values both ways restore the same: pickling them runs none of the user's code
     (no ``__reduce__``, ``__getstate__`` or ``__eq__`` of theirs) and the copy cannot
@@ -348,8 +350,9 @@ def _copy_plain(values):
     limit = Settings.copy_max_bytes
     if limit <= 0:
         return None
-    good = {n: v for n, v in values.items() if not isinstance(v, _BY_REFERENCE)}
-    failed = {n: "restored by reference" for n in values if n not in good}
+    failed = {n: "restored by reference" for n, kept in refs.items()
+              if kept is not None and isinstance(kept, _BY_REFERENCE)}
+    good = {n: v for n, v in values.items() if n not in failed} if failed else values
     out = _Bounded(limit)
     try:
         _PlainPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((good, failed))
@@ -437,8 +440,16 @@ def _reap(pid, wait=True):
             _killed.remove(old)
 
 
+_FILE_EVENTS = ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
+                "os.rmdir")
+_AUDITED = frozenset({"open", *_FILE_EVENTS})
+
+
 def _audit(event, args):
-    """Save pre-images before a step writes, renames or removes a file."""
+    """Save pre-images before a step writes, renames or removes a file. Called for every
+    audit event of the process (each ``id()``, ``compile``...): the others leave at once."""
+    if event not in _AUDITED:
+        return
     cp = _State.current
     if cp is None or _State.in_hook:
         return
@@ -449,8 +460,7 @@ def _audit(event, args):
             mode is None and isinstance(flags, int) and flags & WRITE_FLAGS)
         if writing and isinstance(path, (str, bytes, os.PathLike)):
             paths = (path,)
-    elif event in ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
-                   "os.rmdir"):
+    elif event in _FILE_EVENTS:
         paths = tuple(a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike)))
     if not paths:
         return
