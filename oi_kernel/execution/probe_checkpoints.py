@@ -7,6 +7,7 @@ then that module's own); imported as ``oi_kernel.execution.probe_checkpoints``, 
 come from those modules.
 """
 
+import gc
 import io
 import json
 import os
@@ -23,6 +24,7 @@ from oi_kernel.execution.probe import (
     WRITE_FLAGS,
     Settings,
     _before,
+    _identity,
     _Ignore,
     _namespace,
     _State,
@@ -303,35 +305,18 @@ def _deref(kept):
     return kept() if isinstance(kept, weakref.ref) else kept
 
 
-class _PlainOnly(Exception):
-    """A value that is not builtin data, or a copy over its size budget: fork instead."""
-
-
-class _Bounded(io.BytesIO):
-    def __init__(self, limit):
-        super().__init__()
-        self.limit = limit
-
-    def write(self, data):
-        if self.tell() + len(data) > self.limit:
-            raise _PlainOnly("over the size budget")
-        return super().write(data)
-
-
-_PLAIN_TOO = (complex, bytearray)
+_LEAVES = frozenset({int, float, bool, str, bytes, type(None)})
+_CONTAINERS = frozenset({list, tuple, set, frozenset})
 
 
 class _PlainPickler(pickle.Pickler):
-    """Pickles builtin data only: the pickler asks ``reducer_override`` about every object
+    """Pickles builtin data only. The pickler asks ``reducer_override`` about every object
     that is not an exact ``int float str bytes list tuple dict set frozenset`` (or None,
-    True, False) before anything of the object's own is called, and this refuses all of
-    them but ``complex`` and ``bytearray`` (and those two classes, which a complex number's
-    pickle names)."""
+    True, False) before anything of the object's own is called; this refuses them all (a
+    safety net: ``_copy_plain`` walked the values first)."""
 
     def reducer_override(self, obj):
-        if type(obj) in _PLAIN_TOO or obj in _PLAIN_TOO:
-            return NotImplemented
-        raise _PlainOnly(type(obj).__name__)
+        raise pickle.PicklingError(f"not builtin data: {type(obj).__name__}")
 
 
 def _copy_plain(values, refs):
@@ -342,23 +327,67 @@ def _copy_plain(values, refs):
     what the checkpoint holds of each value (``_keep``: None for builtin data).
 
     For such values both ways restore the same: pickling them runs none of the user's code
-    (no ``__reduce__``, ``__getstate__`` or ``__eq__`` of theirs) and the copy cannot
-    change afterwards. The copy costs one pickling of the data; a fork costs page tables, a
-    copied page for every page the process writes until the next checkpoint, and tearing
-    the fork down when it is dropped, which for a small namespace is most of what change
-    tracking costs per instruction."""
+    (no ``__reduce__``, ``__getstate__`` or ``__eq__`` of theirs), the copy cannot change
+    afterwards, and it is taken at one instant as a fork is: the pickling runs no Python
+    code (the values were walked before, in Python; the pickle is written in memory; the
+    garbage collector, which could run finalizers, is paused), so no other thread runs
+    meanwhile. The copy costs a walk and a pickling of the data; a fork costs page tables,
+    a copied page for every page the process writes until the next checkpoint, and tearing
+    the fork down when it is dropped: for a small namespace, most of what change tracking
+    costs per instruction."""
     limit = Settings.copy_max_bytes
     if limit <= 0:
         return None
     failed = {n: "restored by reference" for n, kept in refs.items()
               if kept is not None and isinstance(kept, _BY_REFERENCE)}
     good = {n: v for n, v in values.items() if n not in failed} if failed else values
-    out = _Bounded(limit)
+    if not _plain_within(good.values(), limit):
+        return None
+    out = io.BytesIO()
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         _PlainPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((good, failed))
-    except Exception:  # not builtin data, over the budget, nested too deep, changed meanwhile
+    except Exception:  # changed meanwhile by another thread, nested too deep
         return None
-    return out.getvalue()
+    finally:
+        if collecting:
+            gc.enable()
+    return out.getvalue() if out.tell() <= limit else None
+
+
+def _plain_within(values, limit):
+    """Whether ``values`` are builtin data (see ``_copy_plain``) whose pickle is likely
+    within ``limit`` bytes (8 per item plus the text): read only, stops at the first other
+    object or at the limit."""
+    size = 0
+    seen = {}  # id -> the container (held: no other object takes its id meanwhile)
+    stack = list(values)
+    try:
+        while stack:
+            value = stack.pop()
+            kind = type(value)
+            size += 8
+            if kind in _LEAVES:
+                if kind is str or kind is bytes:
+                    size += len(value)
+            elif kind in _CONTAINERS or kind is dict:
+                key = _identity(value)  # (``id`` without its audit event)
+                if key in seen:
+                    continue
+                seen[key] = value
+                if kind is dict:
+                    stack.extend(value.keys())
+                    stack.extend(value.values())
+                else:
+                    stack.extend(value)
+            else:
+                return False
+            if size > limit:
+                return False
+    except RuntimeError:  # changed by another thread while walked
+        return False
+    return True
 
 
 def _dump(path):
