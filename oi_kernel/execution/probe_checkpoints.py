@@ -307,6 +307,7 @@ def _deref(kept):
 
 _LEAVES = frozenset({int, float, bool, str, bytes, type(None)})
 _CONTAINERS = frozenset({list, tuple, set, frozenset})
+_DATA = _LEAVES | _CONTAINERS | {dict}
 
 
 class _PlainPickler(pickle.Pickler):
@@ -360,9 +361,12 @@ def _plain_within(values, limit):
     """Whether ``values`` are builtin data (see ``_copy_plain``) whose pickle is likely
     within ``limit`` bytes (8 per item plus the text): read only, stops at the first other
     object or at the limit."""
+    stack = list(values)
+    kinds = {type(v) for v in stack}  # (the variables themselves first: the usual refusal)
+    if not kinds <= _DATA:
+        return False
     size = 0
     seen = {}  # id -> the container (held: no other object takes its id meanwhile)
-    stack = list(values)
     try:
         while stack:
             value = stack.pop()
