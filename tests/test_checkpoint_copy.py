@@ -184,6 +184,8 @@ def test_the_copy_refuses_other_objects_before_their_code_runs_and_keeps_gc_as_i
     assert not PC._plain_within([[1, (2, Noisy())]], 1000)
     assert PC._plain_within([{"k": [1, 2.5, "x", b"y", None, True, frozenset({3})]}], 1000)
     assert not PC._plain_within(["x" * 2000], 1000)
+    assert not PC._plain_within([[[i] for i in range(PC._MAX_CONTAINERS)]], 10**9)
+    assert PC._plain_within([[[i] for i in range(PC._MAX_CONTAINERS - 1)]], 10**9)
     values = {"a": [1, 2], "b": "text"}
     was = gc.isenabled()
     try:

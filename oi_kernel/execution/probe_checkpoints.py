@@ -307,7 +307,9 @@ def _deref(kept):
 
 _LEAVES = frozenset({int, float, bool, str, bytes, type(None)})
 _CONTAINERS = frozenset({list, tuple, set, frozenset})
-_DATA = _LEAVES | _CONTAINERS | {dict}
+_NESTED = _CONTAINERS | {dict}
+_MAX_CONTAINERS = 5_000  # ~5 ms of walking (a fork costs ~25 ms of CPU per checkpoint)
+_DATA = _LEAVES | _NESTED
 
 
 class _PlainPickler(pickle.Pickler):
@@ -359,14 +361,12 @@ def _copy_plain(values, refs):
 
 def _plain_within(values, limit):
     """Whether ``values`` are builtin data (see ``_copy_plain``) whose pickle is likely
-    within ``limit`` bytes (8 per item plus the text): read only, stops at the first other
-    object or at the limit."""
-    stack = list(values)
-    kinds = {type(v) for v in stack}  # (the variables themselves first: the usual refusal)
-    if not kinds <= _DATA:
-        return False
+    within ``limit`` bytes (8 per item plus the text): read only, stopping at the first
+    other object or at the limit. The items of a long container are looked at in one
+    ``map`` (their types), the containers among them walked in turn."""
     size = 0
-    seen = {}  # id -> the container (held: no other object takes its id meanwhile)
+    seen = {}  # identity -> a container (held: no other object takes its id meanwhile)
+    stack = list(values)
     try:
         while stack:
             value = stack.pop()
@@ -375,16 +375,30 @@ def _plain_within(values, limit):
             if kind in _LEAVES:
                 if kind is str or kind is bytes:
                     size += len(value)
-            elif kind in _CONTAINERS or kind is dict:
+            elif kind in _NESTED:
                 key = _identity(value)  # (``id`` without its audit event)
                 if key in seen:
                     continue
                 seen[key] = value
-                if kind is dict:
-                    stack.extend(value.keys())
-                    stack.extend(value.values())
-                else:
+                if len(seen) > _MAX_CONTAINERS:  # walking them would cost what a fork does
+                    return False
+                if kind is not dict and len(value) <= 32:
                     stack.extend(value)
+                    continue
+                for part in (value.keys(), value.values()) if kind is dict else (value,):
+                    if len(part) <= 32:
+                        stack.extend(part)
+                        continue
+                    size += 8 * len(part)
+                    if size > limit:
+                        return False
+                    kinds = set(map(type, part))
+                    if not kinds <= _DATA:
+                        return False
+                    if str in kinds or bytes in kinds:
+                        size += sum([len(x) for x in part if type(x) is str or type(x) is bytes])
+                    if kinds & _NESTED:
+                        stack.extend([x for x in part if type(x) in _NESTED])
             else:
                 return False
             if size > limit:
