@@ -169,7 +169,7 @@ def test_the_copy_refuses_other_objects_before_their_code_runs_and_keeps_gc_as_i
     import io
     import pickle
 
-    from oi_kernel.execution import probe_checkpoints as PC
+    from oi_kernel.execution import probe_copy as PC
 
     calls = []
 

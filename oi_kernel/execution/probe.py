@@ -1,8 +1,8 @@
 """What a step changed, and checkpoints to roll it back: the part that runs where the code runs.
 
-Standard library only. Three parts: this file, ``probe_watch.py`` and ``probe_checkpoints.py``,
-each importing what it uses from the ones before it. Where the code runs, ``probe_loader``
-joins their source (leaving out those imports) into one private module,
+Standard library only. Four parts: this file, ``probe_watch.py``, ``probe_copy.py`` and
+``probe_checkpoints.py``, each importing what it uses from the ones before it. Where the code
+runs, ``probe_loader`` joins their source (leaving out those imports) into one private module,
 ``sys.modules['_oi_probe']``, in the child kernel (``ChildRunner``: a sandboxed or remote child
 may have no ``oi_kernel`` to import) or in the user's process (``ShellExecutor``, for
 ``%%oi``); nothing is added to the user's namespace. Both call ``call(name, *args)`` (in
