@@ -80,8 +80,25 @@ OFF_CONFIG = "c.Engine.track_changes = False\nc.Engine.checkpoints_enabled = Fal
 SUMMARY_ONLY_CONFIG = "c.Engine.checkpoints_enabled = False\n"
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and every process under it, including those that ended and
+    were waited for (a dropped checkpoint's fork: tearing it down is CPU the checkpoint
+    costs; ``benchmarks.common.cpu_seconds`` counts only the living)."""
+    import psutil
+
+    total = 0.0
+    proc = psutil.Process(pid)
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
 def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = "",
-             modes: tuple[str, ...] = ("on", "off")) -> dict:
+             modes: tuple[str, ...] = ("on", "off"), objects: bool = False) -> dict:
     """Warm scripted turns through the kernel (one instruction, one step ``print(x * 2)``,
     then a short answer), change summaries and checkpoints on vs both off
     (``oi_kernel_config.py`` in a ``JUPYTER_CONFIG_DIR``), each kernel in its own working
@@ -89,11 +106,13 @@ def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = 
     take turns one after the other (interleaved), each followed by a pause until the kernel
     is quiet. ``against``: another tree (``git archive HEAD~1 | tar -x -C /tmp/old``)
     whose code runs as two more kernels, on and off. ``modes`` may add "summary only"
-    (checkpoints off). Returns the turn times in seconds."""
+    (checkpoints off). ``objects``: every 100th variable is an instance of a class of the
+    user's, so a checkpoint needs a fork (a namespace of builtin data only is copied, see
+    ``probe_checkpoints._copy_plain``). CPU: the kernel, its child and the forks, ended
+    ones included (``tree_cpu``). Returns the turn times in seconds."""
     from benchmarks.common import (
         OI_KERNEL,
         BenchKernel,
-        cpu_seconds,
         llm_server,
         oi_env,
         quiet,
@@ -127,6 +146,10 @@ def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = 
                     kernels.append((label, BenchKernel(OI_KERNEL, env, cwd=str(work))))
             setup = (f"for _i in range({n_vars}):\n    globals()[f'v{{_i}}'] = [_i] if _i % 3"
                      " == 0 else ('s' * (_i % 9) if _i % 3 == 1 else _i)\nx = 42")
+            if objects:
+                setup += ("\nclass Row:\n    def __init__(self, i):\n        self.i = i\n"
+                          f"for _i in range(0, {n_vars}, 100):\n"
+                          "    globals()[f'v{_i}'] = Row(_i)")
             server.reset()
             for _label, kernel in kernels:
                 server.enqueue(S.tool_call(setup), S.text("Set."))
@@ -135,26 +158,28 @@ def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = 
                 order = kernels if i % 2 == 0 else kernels[::-1]
                 for label, kernel in order:
                     server.enqueue(S.tool_call("print(x * 2)"), S.text("It is 84."))
-                    cpu = cpu_seconds(kernel.pid)
+                    cpu = tree_cpu(kernel.pid)
                     run = kernel.run_ok("print x times two", timeout=120)
                     quiet(kernel.pid)
                     if i >= warmup:
                         times.setdefault(label, []).append(run.elapsed)
-                        times.setdefault(f"cpu {label}", []).append(cpu_seconds(kernel.pid) - cpu)
+                        times.setdefault(f"cpu {label}", []).append(tree_cpu(kernel.pid) - cpu)
         finally:
             for _label, kernel in kernels:
                 kernel.close()
     return times
 
 
-def turn_table(times: dict[str, list[float]], n_vars: int, n_files: int) -> str:
+def turn_table(times: dict[str, list[float]], n_vars: int, n_files: int,
+               objects: bool = False) -> str:
     # CPU times tick in 10 ms: their mean over the turns, not a median
     med = {label: (statistics.fmean if label.startswith("cpu ") else statistics.median)(v)
            for label, v in times.items()}
-    lines = [f"### Warm turn through the kernel, {n_vars:,} variables, {n_files:,} files "
+    kind = " (1 in 100 an instance: checkpoints fork)" if objects else ""
+    lines = [f"### Warm turn through the kernel, {n_vars:,} variables{kind}, {n_files:,} files "
              f"(scripted model, median of {len(next(iter(times.values())))}, interleaved)\n",
              "| kernel | tracking on | tracking off | added by tracking | CPU on (wrapper + "
-             "child, mean) | CPU off | CPU added |", "|---|---|---|---|---|---|---|"]
+             "child + forks, mean) | CPU off | CPU added |", "|---|---|---|---|---|---|---|"]
     trees = sorted({label.rsplit(", tracking", 1)[0] for label in med
                     if not label.startswith("cpu ")}, reverse=True)
     for tree in trees:
@@ -239,12 +264,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="turns per kernel (--turns)")
     parser.add_argument("--summary-only", action="store_true",
                         help="with --turns: also kernels with checkpoints off")
+    parser.add_argument("--objects", action="store_true",
+                        help="with --turns: some variables are instances (checkpoints fork)")
     args = parser.parse_args()
     if args.turns:
         nv = nf = 100 if args.quick else 1000
         modes = ("on", "off", "summary only") if args.summary_only else ("on", "off")
-        times = per_turn(nv, nf, args.rounds, 3 if args.quick else 12, args.against, modes)
-        print(turn_table(times, nv, nf))
+        times = per_turn(nv, nf, args.rounds, 3 if args.quick else 12, args.against, modes,
+                         args.objects)
+        print(turn_table(times, nv, nf, args.objects))
         return
     n, runs, mb = (300, 3, 64) if args.quick else (10_000, 20, 1024)
     print("## Change summary: added time per step (real child kernel, median of "

@@ -98,7 +98,8 @@ def test_the_boot_expression_runs_where_oi_kernel_cannot_be_imported(tmp_path):
         "probe = sys.modules['_oi_probe']\n"
         "open('a.txt', 'w').write('before')\n"
         "x = 1\n"
-        "print(probe.call('checkpoint', 1, '.oi_checkpoints/s1'))\n"
+        "print(probe.call('checkpoint', 1, '.oi_checkpoints/s1',\n"
+        "                 settings={'copy_max_bytes': 0}))\n"  # a fork, not a copy
         "x = 2\n"
         "open('a.txt', 'w').write('after')\n"
         "print(probe.call('restore', 1))\n"

@@ -1,8 +1,8 @@
 """What a step changed, and checkpoints to roll it back: the part that runs where the code runs.
 
-Standard library only. Three parts: this file, ``probe_watch.py`` and ``probe_checkpoints.py``,
-each importing what it uses from the ones before it. Where the code runs, ``probe_loader``
-joins their source (leaving out those imports) into one private module,
+Standard library only. Four parts: this file, ``probe_watch.py``, ``probe_copy.py`` and
+``probe_checkpoints.py``, each importing what it uses from the ones before it. Where the code
+runs, ``probe_loader`` joins their source (leaving out those imports) into one private module,
 ``sys.modules['_oi_probe']``, in the child kernel (``ChildRunner``: a sandboxed or remote child
 may have no ``oi_kernel`` to import) or in the user's process (``ShellExecutor``, for
 ``%%oi``); nothing is added to the user's namespace. Both call ``call(name, *args)`` (in
@@ -51,6 +51,7 @@ class Settings:
     max_files = 20_000
     max_file_bytes = 10_000_000
     max_total_bytes = 100_000_000
+    copy_max_bytes = 2_000_000  # a namespace of plain data up to this is pickled, not forked
     store = ""  # where pre-images and dumps go
     restore_timeout_s = 120.0
     ignore = ()  # absolute paths not scanned (e.g. the session log's folder)
@@ -149,6 +150,9 @@ def public_names(ns):
 _SCALARS = frozenset({bool, int, float, complex, type(None)})
 _SIZED = frozenset({str, bytes, bytearray, list, tuple, dict, set, frozenset})
 _CALLABLES = frozenset({types.FunctionType, types.BuiltinFunctionType, types.MethodType})
+# An object's identity as ``id`` gives it (its address, rotated: one to one) without the
+# audit event ``id`` raises: with the checkpoints' audit hook installed, each ``id`` calls it.
+_identity = object.__hash__
 
 
 def _fingerprint(value):
@@ -159,30 +163,31 @@ def _fingerprint(value):
     and dtype of arrays and tables."""
     kind = type(value)
     if kind in _SCALARS:
-        return (id(value), kind, value)
+        return (_identity(value), kind, value)
     if kind in _SIZED:
         if kind is str and len(value) <= SHORT_TEXT:
-            return (id(value), kind, value)
+            return (_identity(value), kind, value)
         size = len(value)
         if kind is list and size <= 1000:
-            return (id(value), kind, size, hash(tuple(map(id, value))))
+            return (_identity(value), kind, size, hash(tuple(map(_identity, value))))
         if kind is dict and size <= 1000:
-            return (id(value), kind, size, hash(tuple(
-                (k if type(k) in (str, int) else id(k), id(v)) for k, v in value.items())))
-        return (id(value), kind, size)
+            return (_identity(value), kind, size, hash(tuple(
+                (k if type(k) in (str, int) else _identity(k), _identity(v))
+                for k, v in value.items())))
+        return (_identity(value), kind, size)
     if kind is type:
-        return (id(value), kind, value.__qualname__)
+        return (_identity(value), kind, value.__qualname__)
     if kind in _CALLABLES:
-        return (id(value), kind, None)
+        return (_identity(value), kind, None)
     try:
         shape = getattr(value, "shape", None)
         if isinstance(shape, tuple):
             columns = getattr(value, "columns", None)
-            return (id(value), kind, shape, None if columns is not None
+            return (_identity(value), kind, shape, None if columns is not None
                     else getattr(value, "dtype", None))
     except Exception:
         pass
-    return (id(value), kind, None)
+    return (_identity(value), kind, None)
 
 
 def describe(fp):
@@ -207,8 +212,13 @@ def describe(fp):
     return name
 
 
-def fingerprints(ns):
-    return {name: _fingerprint(value) for name, value in public_names(ns).items()}
+def fingerprints(ns, values=None):
+    """``values``: ``public_names(ns)`` when the caller has it already."""
+    values = public_names(ns) if values is None else values
+    fingerprint, scalars, short, identity = _fingerprint, _SCALARS, SHORT_TEXT, _identity
+    return {name: (identity(value), kind, value)  # (``_fingerprint``'s first case, inline: the most)
+            if (kind := type(value)) in scalars or (kind is str and len(value) <= short)
+            else fingerprint(value) for name, value in values.items()}
 
 
 def diff_variables(before, after):
@@ -328,10 +338,11 @@ def begin(language="python"):
     return _before(files, complete, listed, language)
 
 
-def _before(files, complete, listed, language="python"):
-    """Keep the state before a step: the namespace's fingerprints and a scan just made."""
+def _before(files, complete, listed, language="python", values=None):
+    """Keep the state before a step: the namespace's fingerprints and a scan just made
+    (``values``: the namespace's ``public_names`` just taken, if the caller has them)."""
     _State.root = os.getcwd()
-    _State.before_vars = fingerprints(_namespace())
+    _State.before_vars = fingerprints(_namespace(), values)
     _State.before_files, _State.before_complete, _State.before_listed = (
         files, complete, listed)
     cp = _State.current

@@ -1,10 +1,10 @@
 """Checkpoints and rollback, and the probe's entry point ``call``: the last part of the probe
 (see ``probe.py``).
 
-Where the probe runs, ``probe_loader`` joins this file's source to ``probe.py``'s and
-``probe_watch.py``'s as one module and leaves out the imports from them below (the names are
-then that module's own); imported as ``oi_kernel.execution.probe_checkpoints``, the same names
-come from those modules.
+Where the probe runs, ``probe_loader`` joins this file's source to ``probe.py``'s,
+``probe_watch.py``'s and ``probe_copy.py``'s as one module and leaves out the imports from them
+below (the names are then that module's own); imported as
+``oi_kernel.execution.probe_checkpoints``, the same names come from those modules.
 """
 
 import json
@@ -14,8 +14,6 @@ import shutil
 import signal
 import sys
 import time
-import types
-import weakref
 
 from oi_kernel.execution.probe import (
     FRONTEND_SAVED,
@@ -32,6 +30,7 @@ from oi_kernel.execution.probe import (
     public_names,
     scan,
 )
+from oi_kernel.execution.probe_copy import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
 from oi_kernel.execution.probe_watch import _Watch
 
 
@@ -45,7 +44,10 @@ class Checkpoint:
         if not os.path.exists(ignore):  # never committed by accident (like .pytest_cache)
             with open(ignore, "w") as fh:
                 fh.write("# saved by oi_kernel for %undo; deleted when the session ends\n*\n")
-        self.refs = {n: _keep(v) for n, v in public_names(_namespace()).items()}
+        self.values = values = public_names(_namespace())  # (for ``checkpoint``; then None)
+        plain = _PLAIN
+        self.refs = {n: None if type(v) in plain else _keep(v) for n, v in values.items()}
+        self.copy = _copy_plain(values, self.refs)  # builtin data: pickled now, not forked
         self.root = os.getcwd()
         self.listed = set()
         self.files, self.files_complete = scan(self.root, listed=self.listed)
@@ -53,11 +55,12 @@ class Checkpoint:
         self.too_big = {}  # absolute path -> size
         self.created = set()
         self.saved_bytes = 0
-        self.pid, self.cmd_w, self.done_r = self._fork()
+        self.pid, self.cmd_w, self.done_r = self._fork() if self.copy is None else (None,) * 3
 
     def _fork(self):
         if not hasattr(os, "fork"):
             return None, None, None
+        _die_with_parent(prepare=True)  # (resolved here, once: the fork only calls it)
         cmd_r, cmd_w = os.pipe()
         done_r, done_w = os.pipe()
         pid = os.fork()
@@ -141,7 +144,12 @@ class Checkpoint:
                  "preimages": self.preimages, "too_big": self.too_big,
                  "created": sorted(self.created)}
         try:
-            text = json.dumps(index)  # (one call: json.dump to a file encodes in Python)
+            if state == (0, 0, 0) and _last_index[:1] == [index]:  # as the last checkpoint's
+                text = _last_index[1]  # (the files unchanged: the common case; no encoding)
+            else:
+                text = json.dumps(index)  # (one call: json.dump to a file encodes in Python)
+                if state == (0, 0, 0):
+                    _last_index[:] = [index, text]
             with open(os.path.join(self.dir, "index.json"), "w") as fh:
                 fh.write(text)
         except OSError:
@@ -156,11 +164,11 @@ class Checkpoint:
         except (OSError, ValueError):
             return None
         cp = cls.__new__(cls)
-        cp.cid, cp.dir, cp.pid, cp.refs = cid, directory, None, {}
+        cp.cid, cp.dir, cp.pid, cp.refs, cp.copy = cid, directory, None, {}, None
         cp.root, cp.files_complete = index["root"], index["complete"]
         cp.files = {k: tuple(v) for k, v in index["files"].items()}
         cp.preimages, cp.too_big = index["preimages"], index["too_big"]
-        cp.created, cp.saved_bytes = set(index["created"]), 0
+        cp.created, cp.saved_bytes, cp.values = set(index["created"]), 0, None
         return cp
 
     def release(self, wait=True):
@@ -172,12 +180,20 @@ class Checkpoint:
                     pass
             _reap(self.pid, wait)
             self.pid = None
+        self.copy = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def restore_namespace(self, ns):
         """Put the namespace back; returns (restored names, removed names, problems)."""
         loaded, failed = {}, {}
-        if self.pid is not None:
+        if self.copy is not None:
+            try:
+                loaded, failed = pickle.loads(self.copy)
+            except Exception as exc:
+                why = f"the saved copy could not be loaded ({type(exc).__name__}: {str(exc)[:80]})"
+                failed = {n: why for n in self.refs}
+            self.copy = None
+        elif self.pid is not None:
             path = os.path.join(self.dir, "namespace.pickle")
             os.write(self.cmd_w, f"dump {path}".encode())
             if _wait_readable(self.done_r, Settings.restore_timeout_s) and os.read(self.done_r, 2):
@@ -254,34 +270,13 @@ class Checkpoint:
         return report
 
 
-_BY_REFERENCE = (types.FunctionType, type, types.BuiltinFunctionType, types.MethodType)
-_PLAIN = frozenset({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,
-                    frozenset, type(None)})
+_last_index = []  # [index, its JSON text] of the last checkpoint written with no file saved yet
 
 
 def _ours(path):
     """Files the session writes itself: saved copies, the session log."""
     mine = [os.path.dirname(Settings.store), *Settings.ignore]
     return any(path == p or path.startswith(p + os.sep) for p in mine if p)
-
-
-def _keep(value):
-    """What a checkpoint holds of a value besides the fork's copy: nothing for plain data
-    (the copy restores it), the object for functions and classes (restored by reference)
-    and small handles, a weak reference otherwise (a deleted big object is freed)."""
-    kind = type(value)
-    if kind in _PLAIN:
-        return None
-    if isinstance(value, _BY_REFERENCE):
-        return value
-    try:
-        return weakref.ref(value)
-    except TypeError:
-        return value
-
-
-def _deref(kept):
-    return kept() if isinstance(kept, weakref.ref) else kept
 
 
 def _dump(path):
@@ -307,12 +302,24 @@ def _dump(path):
         pickle.dump((good, failed), fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _die_with_parent():
-    try:
-        import ctypes
+_prctl = []  # libc's prctl once looked up (empty: not yet; [None]: not available)
 
-        libc = ctypes.CDLL(None)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+def _die_with_parent(prepare=False):
+    """In a checkpoint's fork: be killed when the process that forked it dies.
+    ``prepare``: look ``prctl`` up now, in the process (once), so that the fork runs as little
+    Python as it can (each object it touches is a page copied for it)."""
+    if not _prctl:
+        try:
+            import ctypes
+
+            _prctl.append(ctypes.CDLL(None).prctl)
+        except Exception:
+            _prctl.append(None)
+    if prepare or _prctl[0] is None:
+        return
+    try:
+        _prctl[0](1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
         pass
 
@@ -351,8 +358,16 @@ def _reap(pid, wait=True):
             _killed.remove(old)
 
 
+_FILE_EVENTS = ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
+                "os.rmdir")
+_AUDITED = frozenset({"open", *_FILE_EVENTS})
+
+
 def _audit(event, args):
-    """Save pre-images before a step writes, renames or removes a file."""
+    """Save pre-images before a step writes, renames or removes a file. Called for every
+    audit event of the process (each ``id()``, ``compile``...): the others leave at once."""
+    if event not in _AUDITED:
+        return
     cp = _State.current
     if cp is None or _State.in_hook:
         return
@@ -363,8 +378,7 @@ def _audit(event, args):
             mode is None and isinstance(flags, int) and flags & WRITE_FLAGS)
         if writing and isinstance(path, (str, bytes, os.PathLike)):
             paths = (path,)
-    elif event in ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
-                   "os.rmdir"):
+    elif event in _FILE_EVENTS:
         paths = tuple(a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike)))
     if not paths:
         return
@@ -393,11 +407,13 @@ def checkpoint(cid, store, snapshot=False, drop_ids=()):
     _State.checkpoints[cid] = cp
     _State.current = cp
     cp.save_index()
+    values, cp.values = cp.values, None  # (held no longer than this call)
     if snapshot:
-        _before(cp.files, cp.files_complete, cp.listed)
+        _before(cp.files, cp.files_complete, cp.listed, values=values)
     for old in drop_ids:
         drop(old)
-    return {"id": cid, "fork": cp.pid is not None, "variables": len(cp.refs),
+    return {"id": cid, "fork": cp.pid is not None, "copy": cp.copy is not None,
+            "variables": len(cp.refs),
             "files": len(cp.files), "cost_s": round(time.perf_counter() - started, 4)}
 
 
