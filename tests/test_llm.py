@@ -368,6 +368,65 @@ def test_our_process_skips_litellm_work_that_grows_with_the_session() -> None:
     assert seen == [["0", "True"], ["64", "False"]]
 
 
+FINAL_PASS = """
+import asyncio, json, sys
+from oi_kernel.llm import boundary
+from oi_kernel.llm.client import LLM
+url, who, callback = sys.argv[1:4]
+if who == "own":
+    boundary.own_process()
+litellm = boundary.load()
+seen = []
+if callback == "callback":
+    from litellm.integrations.custom_logger import CustomLogger
+    class Logger(CustomLogger):
+        async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+            seen.append(1)
+    litellm.callbacks = [Logger()]
+builds = []
+build = litellm.stream_chunk_builder
+def counted(*args, **kwargs):
+    builds.append(1)
+    return build(*args, **kwargs)
+litellm.stream_chunk_builder = counted
+messages = [{"role": "user", "content": "print hello"}]
+async def main():
+    llm = LLM(model="openai/scripted", api_base=url, api_key="sk-test-0000")
+    reply = await llm.stream(messages, None)
+    for _ in range(100):  # litellm logs in a task and a thread after the stream
+        if seen or callback != "callback":
+            break
+        await asyncio.sleep(0.05)
+    return reply
+reply = asyncio.run(main())
+print(json.dumps([len(builds), reply.text, reply.usage.prompt_tokens,
+                  reply.usage.completion_tokens, len(seen)]))
+"""
+
+
+@pytest.mark.kernel
+def test_our_process_skips_litellms_logging_pass_after_the_last_chunk(
+        llm_server: ScriptedLLMServer) -> None:
+    """In the kernel's process (no litellm callback registered) the stream ends with the
+    chunk carrying the usage: litellm's extra pass for its success logging (the reply
+    rebuilt from its chunks a second time, then handed to its logging handlers) does not
+    run. The usage is the server's. A user's process, or one with a success callback, keeps
+    litellm's behaviour: the callback still fires. Counted through
+    ``litellm.stream_chunk_builder``, which both passes call (1.83 to 1.110): if a litellm
+    upgrade moves the flag the shortcut reads, the first count becomes 2 and this fails."""
+    results = {}
+    for who, callback in (("own", "none"), ("user", "none"), ("own", "callback")):
+        llm_server.enqueue(fake.text("hello there", chunk_size=3))
+        out = subprocess.run([sys.executable, "-c", FINAL_PASS, llm_server.url, who, callback],
+                             capture_output=True, text=True, timeout=120, check=True)
+        results[who, callback] = json.loads(out.stdout.splitlines()[-1])
+    usage = [len(json.dumps([{"role": "user", "content": "print hello"}])) // 4,
+             len("hello there") // 4]
+    assert results["own", "none"] == [1, "hello there", *usage, 0]
+    assert results["user", "none"] == [2, "hello there", *usage, 0]
+    assert results["own", "callback"] == [2, "hello there", *usage, 1]
+
+
 def test_cut_stream_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
     llm_server.enqueue(fake.cut("Hello world, this reply is cut short", after_chars=8))
     pieces: list[str] = []

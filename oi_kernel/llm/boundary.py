@@ -66,6 +66,11 @@ def own_process() -> None:
             _claim(_litellm)
 
 
+def owns_process() -> bool:
+    """Whether ``own_process()`` was called: this process is the Open Interpreter kernel."""
+    return _owned
+
+
 def _claim(litellm: ModuleType) -> None:
     """Process-wide settings for a process that is ours. ``gc.freeze()`` after the import:
     litellm and the openai SDK leave ~300,000 objects that live as long as the process, and
