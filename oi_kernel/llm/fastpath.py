@@ -1,8 +1,11 @@
-"""Work done for every request that cannot change what is sent, skipped: the openai SDK's
-request transform when it cannot change the body, and litellm's scan of the whole
-conversation for base64 images to shorten in a logging payload nobody reads.
+"""Work done for every request that cannot change what is sent or the reply we read,
+skipped: the openai SDK's request transform when it cannot change the body, litellm's scan
+of the whole conversation for base64 images to shorten in a logging payload nobody reads,
+its pricing of a stream before any of it arrived, and its success-logging pass after the
+last chunk when no callback would receive it.
 
-Applied only where oi_kernel owns the process (``boundary.own_process``).
+Applied only where oi_kernel owns the process (``boundary.own_process``); each falls back to
+litellm's own behaviour when the internals it relies on moved (tests/test_llm.py fails then).
 """
 
 from __future__ import annotations
@@ -89,6 +92,42 @@ def usage_was_last(response: Any) -> bool:
     ``sent_stream_usage`` right before it returns that chunk (1.83 to 1.110); False when
     the attribute is gone (its internals moved): the stream is then read to its end."""
     return getattr(response, "sent_stream_usage", None) is True
+
+
+COST_CALCULATORS = ("response_cost_calculator", "_response_cost_calculator")  # 1.110, 1.83
+
+
+def skip_cost_of_unread_stream() -> None:
+    """Let litellm leave the cost of a stream it has just opened unpriced.
+
+    When ``acompletion`` returns a stream (before any of it arrived), litellm prices that
+    stream object for its ``_hidden_params["response_cost"]``: a full cost calculation
+    (model-map lookups, provider checks) of a reply with no tokens yet, whose answer is 0.0
+    or None. The cost the user sees is computed from the usage at the end (``Stream._usage``);
+    the stream's hidden cost is read by nobody in our process. It was ~9% of a short
+    request's CPU with litellm 1.110 (``benchmarks/llm_calls.py --profile``). For every other
+    result (a whole reply, a chunk) litellm's own calculation runs. When litellm renames its
+    calculator or its stream class, nothing is patched and litellm prices as before.
+    """
+    try:
+        from litellm.litellm_core_utils.litellm_logging import Logging
+        from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+    except ImportError:
+        return
+    for name in COST_CALCULATORS:
+        original = Logging.__dict__.get(name)
+        if not callable(original) or getattr(original, "_oi_skips_stream", False):
+            continue
+
+        def calculator(self: Any, result: Any = None, *args: Any, _original: Any = original,
+                       **kwargs: Any) -> Any:
+            if type(result) is CustomStreamWrapper:
+                return None
+            return _original(self, result, *args, **kwargs)
+
+        functools.update_wrapper(calculator, original)
+        calculator._oi_skips_stream = True  # type: ignore[attr-defined]
+        setattr(Logging, name, calculator)
 
 
 def _is_plain_json(data: object) -> bool:
