@@ -368,6 +368,49 @@ def test_our_process_skips_litellm_work_that_grows_with_the_session() -> None:
     assert seen == [["0", "True"], ["64", "False"]]
 
 
+ABANDONED = """
+import asyncio, json, sys
+from oi_kernel.llm import boundary
+from oi_kernel.llm.client import LLM
+url, who = sys.argv[1:3]
+if who == "own":
+    boundary.own_process()
+boundary.load()
+finalised = []
+async def main():
+    loop = asyncio.get_running_loop()
+    hook = loop._asyncgen_finalizer_hook
+    def counted(agen):
+        finalised.append(agen.__qualname__)
+        return hook(agen)
+    loop._asyncgen_finalizer_hook = counted
+    sys.set_asyncgen_hooks(finalizer=counted)
+    llm = LLM(model="openai/scripted", api_base=url, api_key="sk-test-0000")
+    reply = await llm.stream([{"role": "user", "content": "hi"}], None)
+    await asyncio.sleep(0.2)
+    return reply.text
+text = asyncio.run(main())
+print(json.dumps([text, finalised.count("AsyncStream.__aiter__")]))
+"""
+
+
+@pytest.mark.kernel
+def test_our_process_reads_sdk_streams_without_a_wrapper_per_chunk(
+        llm_server: ScriptedLLMServer) -> None:
+    """litellm starts a new ``async for`` over the openai SDK's stream for every chunk; in
+    the kernel's process that reads the stream's iterator directly instead of leaving one
+    half-run wrapper generator per chunk for the event loop to finalise. The text is the
+    same. Fails when the SDK's stream changes so that the shortcut no longer applies."""
+    results = {}
+    for who in ("own", "user"):
+        llm_server.enqueue(fake.text("0123456789" * 4, chunk_size=4))
+        out = subprocess.run([sys.executable, "-c", ABANDONED, llm_server.url, who],
+                             capture_output=True, text=True, timeout=120, check=True)
+        results[who] = json.loads(out.stdout.splitlines()[-1])
+    assert results["user"][0] == results["own"][0] == "0123456789" * 4
+    assert results["user"][1] >= 10 and results["own"][1] == 0
+
+
 STREAM_COST = """
 import asyncio, json, sys
 from oi_kernel.llm import boundary

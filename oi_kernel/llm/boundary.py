@@ -80,6 +80,7 @@ def _claim(litellm: ModuleType) -> None:
 
     litellm.suppress_debug_info = True
     fastpath.skip_noop_request_transform()
+    fastpath.iterate_sdk_streams_directly()
     fastpath.skip_base64_scan_for_logging()
     fastpath.skip_cost_of_unread_stream()
     gc.freeze()

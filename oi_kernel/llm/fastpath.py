@@ -1,8 +1,9 @@
 """Work done for every request that cannot change what is sent or the reply we read,
-skipped: the openai SDK's request transform when it cannot change the body, litellm's scan
-of the whole conversation for base64 images to shorten in a logging payload nobody reads,
-its pricing of a stream before any of it arrived, and its success-logging pass after the
-last chunk when no callback would receive it.
+skipped: the openai SDK's request transform when it cannot change the body and the
+generator it wraps around a stream for each ``async for``, litellm's scan of the whole
+conversation for base64 images to shorten in a logging payload nobody reads, its pricing of
+a stream before any of it arrived, and its success-logging pass after the last chunk when
+no callback would receive it.
 
 Applied only where oi_kernel owns the process (``boundary.own_process``); each falls back to
 litellm's own behaviour when the internals it relies on moved (tests/test_llm.py fails then).
@@ -92,6 +93,38 @@ def usage_was_last(response: Any) -> bool:
     ``sent_stream_usage`` right before it returns that chunk (1.83 to 1.110); False when
     the attribute is gone (its internals moved): the stream is then read to its end."""
     return getattr(response, "sent_stream_usage", None) is True
+
+
+def iterate_sdk_streams_directly() -> None:
+    """Let ``async for`` over an openai SDK stream read its chunk iterator itself.
+
+    The SDK's ``AsyncStream.__aiter__`` is an async generator wrapping the stream's own
+    iterator. litellm starts a new ``async for`` over the stream for every chunk and returns
+    from it after one item, so each chunk leaves a half-run wrapper generator behind, which
+    the event loop must finalise: a wake-up through its self-pipe and an ``aclose()`` task,
+    ~15 per short reply. Returning the iterator itself gives the same items in the same
+    order (the wrapper never closed it either) without them. Left alone when the SDK's
+    stream no longer looks like that.
+    """
+    import inspect
+
+    try:
+        from openai._streaming import AsyncStream
+    except ImportError:
+        return
+    original = AsyncStream.__dict__.get("__aiter__")
+    if original is None or getattr(original, "_oi_direct", False) \
+            or not inspect.isasyncgenfunction(original):
+        return
+
+    def __aiter__(self: Any) -> Any:  # noqa: N807
+        iterator = getattr(self, "_iterator", None)
+        if inspect.isasyncgen(iterator):
+            return iterator
+        return original(self)
+
+    __aiter__._oi_direct = True  # type: ignore[attr-defined]
+    AsyncStream.__aiter__ = __aiter__  # type: ignore[method-assign]
 
 
 COST_CALCULATORS = ("response_cost_calculator", "_response_cost_calculator")  # 1.110, 1.83
