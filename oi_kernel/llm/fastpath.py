@@ -69,9 +69,10 @@ def skip_base64_scan_for_logging() -> None:
 SUCCESS_CALLBACK_LISTS = ("callbacks", "success_callback", "_async_success_callback")
 
 
-def may_skip_success_logging(litellm: Any) -> bool:
-    """Whether a stream may end without litellm's success logging: in our process, with no
-    success callback registered and no ``max_budget`` (whose spend that logging counts).
+def logs_nothing(litellm: Any) -> bool:
+    """Whether a stream may end without litellm's success logging (asked only in our
+    process, ``boundary.owns_process()``): no success callback registered and no
+    ``max_budget`` (whose spend that logging counts).
 
     What is skipped is the pass litellm makes when asked for a chunk after the last one:
     it rebuilds the whole reply from its chunks once more (the same build that gave the
@@ -80,9 +81,7 @@ def may_skip_success_logging(litellm: Any) -> bool:
     callbacks. With no callback nothing reads any of it: 13% of a short request's CPU with
     litellm 1.83, 30% with 1.110 (``benchmarks/llm_calls.py``).
     """
-    from oi_kernel.llm import boundary
-
-    if not boundary.owns_process() or getattr(litellm, "max_budget", None):
+    if getattr(litellm, "max_budget", None):
         return False
     return not any(getattr(litellm, name, None) for name in SUCCESS_CALLBACK_LISTS)
 
