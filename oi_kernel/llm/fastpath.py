@@ -79,7 +79,7 @@ def logs_nothing(litellm: Any) -> bool:
     usage already sent), deep-copies it and hands it to its success handlers (one as a
     task on the event loop, one in a worker thread) to log it and compute its cost for the
     callbacks. With no callback nothing reads any of it: 13% of a short request's CPU with
-    litellm 1.83, 30% with 1.110 (``benchmarks/llm_calls.py``).
+    litellm 1.83, 30% with 1.110 (``benchmarks/llm_calls.py``, benchmarks/LLM_CALLS.md).
     """
     if getattr(litellm, "max_budget", None):
         return False
