@@ -368,6 +368,159 @@ def test_our_process_skips_litellm_work_that_grows_with_the_session() -> None:
     assert seen == [["0", "True"], ["64", "False"]]
 
 
+ABANDONED = """
+import asyncio, json, sys
+from oi_kernel.llm import boundary
+from oi_kernel.llm.client import LLM
+url, who = sys.argv[1:3]
+if who == "own":
+    boundary.own_process()
+boundary.load()
+finalised = []
+async def main():
+    loop = asyncio.get_running_loop()
+    hook = loop._asyncgen_finalizer_hook
+    def counted(agen):
+        finalised.append(agen.__qualname__)
+        return hook(agen)
+    loop._asyncgen_finalizer_hook = counted
+    sys.set_asyncgen_hooks(finalizer=counted)
+    llm = LLM(model="openai/scripted", api_base=url, api_key="sk-test-0000")
+    reply = await llm.stream([{"role": "user", "content": "hi"}], None)
+    await asyncio.sleep(0.2)
+    return reply.text
+text = asyncio.run(main())
+print(json.dumps([text, finalised.count("AsyncStream.__aiter__")]))
+"""
+
+
+@pytest.mark.kernel
+def test_our_process_reads_sdk_streams_without_a_wrapper_per_chunk(
+        llm_server: ScriptedLLMServer) -> None:
+    """litellm starts a new ``async for`` over the openai SDK's stream for every chunk; in
+    the kernel's process that reads the stream's iterator directly instead of leaving one
+    half-run wrapper generator per chunk for the event loop to finalise. The text is the
+    same. Fails when the SDK's stream changes so that the shortcut no longer applies."""
+    results = {}
+    for who in ("own", "user"):
+        llm_server.enqueue(fake.text("0123456789" * 4, chunk_size=4))
+        out = subprocess.run([sys.executable, "-c", ABANDONED, llm_server.url, who],
+                             capture_output=True, text=True, timeout=120, check=True)
+        results[who] = json.loads(out.stdout.splitlines()[-1])
+    assert results["user"][0] == results["own"][0] == "0123456789" * 4
+    assert results["user"][1] >= 10 and results["own"][1] == 0
+
+
+STREAM_COST = """
+import asyncio, json, sys
+from oi_kernel.llm import boundary
+url, who = sys.argv[1:3]
+if who == "own":
+    boundary.own_process()
+litellm = boundary.load()
+from litellm.litellm_core_utils.litellm_logging import Logging
+from oi_kernel.llm import fastpath
+patched = [name for name in fastpath.COST_CALCULATORS
+           if getattr(getattr(Logging, name, None), "_oi_skips_stream", False)]
+messages = [{"role": "user", "content": "hi"}]
+async def main():
+    stream = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url, messages=messages,
+                                       api_key="sk-test-0000", stream=True)
+    async for _ in stream:
+        pass
+    whole = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url, messages=messages,
+                                      api_key="sk-test-0000")
+    return stream._hidden_params["response_cost"], whole._hidden_params["response_cost"]
+print(json.dumps([patched, *asyncio.run(main())]))
+"""
+
+
+@pytest.mark.kernel
+def test_our_process_leaves_a_stream_it_has_not_read_unpriced(
+        llm_server: ScriptedLLMServer) -> None:
+    """In the kernel's process litellm does not price the stream object it returns before
+    any of it arrived (a whole cost calculation of nothing, nobody reads it); a whole reply
+    is still priced, and a user's process keeps litellm's pricing of both. Fails when a
+    litellm upgrade renames the calculator (nothing patched: the list is empty)."""
+    results = {}
+    for who in ("own", "user"):
+        llm_server.enqueue(fake.text("hello there", chunk_size=3), fake.text("hello there"))
+        out = subprocess.run([sys.executable, "-c", STREAM_COST, llm_server.url, who],
+                             capture_output=True, text=True, timeout=120, check=True)
+        results[who] = json.loads(out.stdout.splitlines()[-1])
+    patched, stream_cost, whole_cost = results["own"]
+    assert patched and stream_cost is None and whole_cost > 0
+    patched, stream_cost, whole_cost = results["user"]
+    assert patched == [] and stream_cost == 0.0 and whole_cost > 0
+
+
+FINAL_PASS = """
+import asyncio, json, sys
+from oi_kernel.llm import boundary
+from oi_kernel.llm.client import LLM
+url, model, who, callback = sys.argv[1:5]
+if who == "own":
+    boundary.own_process()
+litellm = boundary.load()
+seen = []
+if callback == "callback":
+    from litellm.integrations.custom_logger import CustomLogger
+    class Logger(CustomLogger):
+        async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+            seen.append(1)
+    litellm.callbacks = [Logger()]
+builds = []
+build = litellm.stream_chunk_builder
+def counted(*args, **kwargs):
+    builds.append(1)
+    return build(*args, **kwargs)
+litellm.stream_chunk_builder = counted
+messages = [{"role": "user", "content": "print hello"}]
+tools = [{"type": "function", "function": {"name": "execute", "parameters": {"type": "object",
+          "properties": {"language": {"type": "string"}, "code": {"type": "string"}}}}}]
+async def main():
+    llm = LLM(model=model, api_base=url, api_key="sk-test-0000", small_model="off")
+    replies = [await llm.stream(messages, tools) for _ in range(2)]
+    for _ in range(100):  # litellm logs in a task and a thread after the stream
+        if len(seen) >= 2 or callback != "callback":
+            break
+        await asyncio.sleep(0.05)
+    return replies
+replies = asyncio.run(main())
+print(json.dumps([len(builds), len(seen), [[r.text, [[c.name, c.arguments] for c in r.tool_calls],
+                  r.usage.prompt_tokens, r.usage.completion_tokens] for r in replies]]))
+"""
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("model", ["openai/scripted", "ollama_chat/llama3.1:70b",
+                                   "anthropic/claude-3-5-sonnet-latest"])
+def test_our_process_skips_litellms_logging_pass_after_the_last_chunk(
+        llm_server: ScriptedLLMServer, model: str) -> None:
+    """In the kernel's process (no litellm callback registered) the stream ends with the
+    chunk carrying the usage: litellm's extra pass for its success logging (the reply
+    rebuilt from its chunks a second time, then handed to its logging handlers) does not
+    run. Text, tool calls and usage are the same as litellm's own way. A user's process, or
+    one with a success callback, keeps litellm's behaviour: the callback still fires.
+    Counted through ``litellm.stream_chunk_builder``, which both passes call (1.83 to
+    1.110): if a litellm upgrade moves the flag the shortcut reads, the count doubles and
+    this fails."""
+    url = llm_server.url if model.startswith("openai/") else llm_server.root
+    results = {}
+    for who, callback in (("own", "none"), ("user", "none"), ("own", "callback")):
+        llm_server.enqueue(fake.tool_call("print('hi')", args_chunk_size=5),
+                           fake.text("hello there", chunk_size=3))
+        out = subprocess.run([sys.executable, "-c", FINAL_PASS, url, model, who, callback],
+                             capture_output=True, text=True, timeout=120, check=True)
+        results[who, callback] = json.loads(out.stdout.splitlines()[-1])
+    builds, seen, replies = results["user", "none"]
+    assert builds >= 2 and seen == 0
+    assert replies[0][1] == [["execute", json.dumps({"language": "python", "code": "print('hi')"})]]
+    assert replies[1][0] == "hello there" and all(r[2] > 0 and r[3] > 0 for r in replies)
+    assert results["own", "none"] == [builds // 2, 0, replies]
+    assert results["own", "callback"] == [builds, 2, replies]
+
+
 def test_cut_stream_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
     llm_server.enqueue(fake.cut("Hello world, this reply is cut short", after_chars=8))
     pieces: list[str] = []

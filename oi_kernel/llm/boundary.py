@@ -5,10 +5,10 @@ the process that imports us.
 ``warm_up()`` or off the event loop on the first request; nothing imports it at module
 import time. litellm downloads its price table when it is imported unless
 ``LITELLM_LOCAL_MODEL_COST_MAP`` is set: the variable is set for the import only and the
-environment put back as it was. Process-wide settings (no "Give Feedback" banners, the
-openai SDK's no-op request transform and litellm's base64 scan of its unused logging payload
-skipped, the objects of the import left out of full garbage collections) are applied only by a front door that owns
-the process: the Open Interpreter kernel calls ``own_process()``; inside a user's IPython
+environment put back as it was. Process-wide settings (no "Give Feedback" banners; work
+that cannot change a request or the reply we read skipped: ``fastpath``; the objects of the
+import left out of full garbage collections) are applied only by a front door that owns the
+process: the Open Interpreter kernel calls ``own_process()``; inside a user's IPython
 (``%%oi``) or script (the API), litellm and the openai SDK are left as the user set them.
 """
 
@@ -66,16 +66,23 @@ def own_process() -> None:
             _claim(_litellm)
 
 
+def owns_process() -> bool:
+    """Whether ``own_process()`` was called: this process is the Open Interpreter kernel."""
+    return _owned
+
+
 def _claim(litellm: ModuleType) -> None:
     """Process-wide settings for a process that is ours. ``gc.freeze()`` after the import:
     litellm and the openai SDK leave ~300,000 objects that live as long as the process, and
     every full collection walked them all (~170 ms on the event loop, every ~80 turns of a
     long session); frozen, a full collection takes ~7 ms (benchmarks/README.md)."""
-    from oi_kernel.llm.fastpath import skip_base64_scan_for_logging, skip_noop_request_transform
+    from oi_kernel.llm import fastpath
 
     litellm.suppress_debug_info = True
-    skip_noop_request_transform()
-    skip_base64_scan_for_logging()
+    fastpath.skip_noop_request_transform()
+    fastpath.iterate_sdk_streams_directly()
+    fastpath.skip_base64_scan_for_logging()
+    fastpath.skip_cost_of_unread_stream()
     gc.freeze()
 
 

@@ -1,8 +1,12 @@
-"""Work done for every request that cannot change what is sent, skipped: the openai SDK's
-request transform when it cannot change the body, and litellm's scan of the whole
-conversation for base64 images to shorten in a logging payload nobody reads.
+"""Work done for every request that cannot change what is sent or the reply we read,
+skipped: the openai SDK's request transform when it cannot change the body and the
+generator it wraps around a stream for each ``async for``, litellm's scan of the whole
+conversation for base64 images to shorten in a logging payload nobody reads, its pricing of
+a stream before any of it arrived, and its success-logging pass after the last chunk when
+no callback would receive it.
 
-Applied only where oi_kernel owns the process (``boundary.own_process``).
+Applied only where oi_kernel owns the process (``boundary.own_process``); each falls back to
+litellm's own behaviour when the internals it relies on moved (tests/test_llm.py fails then).
 """
 
 from __future__ import annotations
@@ -60,6 +64,102 @@ def skip_base64_scan_for_logging() -> None:
         return
     if isinstance(getattr(logging_utils, "MAX_BASE64_LENGTH_FOR_LOGGING", None), int):
         logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING = 0
+
+
+SUCCESS_CALLBACK_LISTS = ("callbacks", "success_callback", "_async_success_callback")
+
+
+def logs_nothing(litellm: Any) -> bool:
+    """Whether a stream may end without litellm's success logging (asked only in our
+    process, ``boundary.owns_process()``): no success callback registered and no
+    ``max_budget`` (whose spend that logging counts).
+
+    What is skipped is the pass litellm makes when asked for a chunk after the last one:
+    it rebuilds the whole reply from its chunks once more (the same build that gave the
+    usage already sent), deep-copies it and hands it to its success handlers (one as a
+    task on the event loop, one in a worker thread) to log it and compute its cost for the
+    callbacks. With no callback nothing reads any of it: 13% of a short request's CPU with
+    litellm 1.83, 30% with 1.110 (``benchmarks/llm_calls.py``, benchmarks/LLM_CALLS.md).
+    """
+    if getattr(litellm, "max_budget", None):
+        return False
+    return not any(getattr(litellm, name, None) for name in SUCCESS_CALLBACK_LISTS)
+
+
+def usage_was_last(response: Any) -> bool:
+    """Whether litellm's stream has given its last chunk (the one with the usage), so that
+    asking for another would only run its success logging. litellm sets
+    ``sent_stream_usage`` right before it returns that chunk (1.83 to 1.110); False when
+    the attribute is gone (its internals moved): the stream is then read to its end."""
+    return getattr(response, "sent_stream_usage", None) is True
+
+
+def iterate_sdk_streams_directly() -> None:
+    """Let ``async for`` over an openai SDK stream read its chunk iterator itself.
+
+    The SDK's ``AsyncStream.__aiter__`` is an async generator wrapping the stream's own
+    iterator. litellm starts a new ``async for`` over the stream for every chunk and returns
+    from it after one item, so each chunk leaves a half-run wrapper generator behind, which
+    the event loop must finalise: a wake-up through its self-pipe and an ``aclose()`` task,
+    ~15 per short reply. Returning the iterator itself gives the same items in the same
+    order (the wrapper never closed it either) without them. Left alone when the SDK's
+    stream no longer looks like that.
+    """
+    import inspect
+
+    try:
+        from openai._streaming import AsyncStream
+    except ImportError:
+        return
+    original = AsyncStream.__dict__.get("__aiter__")
+    if original is None or getattr(original, "_oi_direct", False) \
+            or not inspect.isasyncgenfunction(original):
+        return
+
+    def __aiter__(self: Any) -> Any:  # noqa: N807
+        iterator = getattr(self, "_iterator", None)
+        if inspect.isasyncgen(iterator):
+            return iterator
+        return original(self)
+
+    __aiter__._oi_direct = True  # type: ignore[attr-defined]
+    AsyncStream.__aiter__ = __aiter__  # type: ignore[method-assign]
+
+
+COST_CALCULATORS = ("response_cost_calculator", "_response_cost_calculator")  # 1.110, 1.83
+
+
+def skip_cost_of_unread_stream() -> None:
+    """Let litellm leave the cost of a stream it has just opened unpriced.
+
+    When ``acompletion`` returns a stream (before any of it arrived), litellm prices that
+    stream object for its ``_hidden_params["response_cost"]``: a full cost calculation
+    (model-map lookups, provider checks) of a reply with no tokens yet, whose answer is 0.0
+    or None. The cost the user sees is computed from the usage at the end (``Stream._usage``);
+    the stream's hidden cost is read by nobody in our process. It was ~9% of a short
+    request's CPU with litellm 1.110 (``benchmarks/llm_calls.py --profile``). For every other
+    result (a whole reply, a chunk) litellm's own calculation runs. When litellm renames its
+    calculator or its stream class, nothing is patched and litellm prices as before.
+    """
+    try:
+        from litellm.litellm_core_utils.litellm_logging import Logging
+        from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+    except ImportError:
+        return
+    for name in COST_CALCULATORS:
+        original = Logging.__dict__.get(name)
+        if not callable(original) or getattr(original, "_oi_skips_stream", False):
+            continue
+
+        def calculator(self: Any, result: Any = None, *args: Any, _original: Any = original,
+                       **kwargs: Any) -> Any:
+            if type(result) is CustomStreamWrapper:
+                return None
+            return _original(self, result, *args, **kwargs)
+
+        functools.update_wrapper(calculator, original)
+        calculator._oi_skips_stream = True  # type: ignore[attr-defined]
+        setattr(Logging, name, calculator)
 
 
 def _is_plain_json(data: object) -> bool:

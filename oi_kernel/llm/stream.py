@@ -18,6 +18,7 @@ from typing import Any
 from oi_kernel.core.codeblocks import first_block_end
 from oi_kernel.core.reasoning import ThinkSplitter, split_reasoning
 from oi_kernel.core.types import Reply, ToolCall, Usage
+from oi_kernel.llm import boundary, fastpath
 
 
 class CallbackError(Exception):
@@ -61,10 +62,11 @@ class Stream:
     async def run(self, litellm: ModuleType, kwargs: dict) -> Reply:
         started = time.monotonic()
         response = await litellm.acompletion(**kwargs)
+        skip_logging = boundary.owns_process() and fastpath.logs_nothing(litellm)
         try:
             async for chunk in response:
                 self._take(chunk)
-                if self.stopped:
+                if self.stopped or (skip_logging and fastpath.usage_was_last(response)):
                     break
             if not self.stopped:
                 self._pass_on(self.splitter.finish())
