@@ -133,3 +133,38 @@ async def _drops(tmp_path):
 
 def test_old_checkpoints_are_dropped_in_the_checkpoints_own_call(tmp_path):
     asyncio.run(_drops(tmp_path))
+
+
+DROP_SCRIPT = """
+import json, shutil, subprocess, sys
+sys.path.insert(0, {repo!r})
+from oi_kernel.execution.probe_loader import local_probe
+p = local_probe()
+p.call('checkpoint', 1, '.oi_checkpoints/s')
+open('a.txt', 'w').write('x')  # (1 saves a copy: its folder has a file and an index)
+p.call('checkpoint', 2, '.oi_checkpoints/s', drop_ids=[1])  # removes 1's folder
+subprocess.run(['sh', '-c', 'echo mine > index.json; echo mine > f0; mkdir d; echo 1 > d/f'])
+shutil.rmtree('d')  # the code's own rmtree (by folder descriptors) is still recorded
+print(p.call('restore', 2))
+"""
+
+
+@pytest.mark.kernel
+def test_dropping_a_checkpoint_records_nothing_of_the_users_files(tmp_path):
+    """shutil.rmtree of a dropped checkpoint's folder removes its files by names relative to
+    a folder descriptor: they were taken as the working directory's (``index.json``, ``f0``
+    "did not exist"), so an undo deleted the user's files of those names made since."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", DROP_SCRIPT.format(repo=repo)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.splitlines()[-1])
+    assert report["removed"] == [] and report["restored"] == ["d/f"]
+    assert (tmp_path / "index.json").read_text() == "mine\n"
+    assert (tmp_path / "f0").read_text() == "mine\n"
+    assert (tmp_path / "d" / "f").read_text() == "1\n"

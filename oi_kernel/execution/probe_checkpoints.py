@@ -365,7 +365,14 @@ def _audit(event, args):
             paths = (path,)
     elif event in ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
                    "os.rmdir"):
-        paths = tuple(a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike)))
+        # a name relative to a folder's descriptor (``dir_fd``, as shutil.rmtree removes what
+        # it walks) is not relative to the working directory: resolved, or left out
+        fds = {"os.remove": (1, None), "os.rmdir": (1, None), "shutil.rmtree": (1, None),
+               "os.rename": (2, 3)}.get(event, (None, None))
+        paths = tuple(_at(a, args[fd] if fd is not None and len(args) > fd else None)
+                      for a, fd in ((a, fds[i]) for i, a in enumerate(args[:2]))
+                      if isinstance(a, (str, bytes, os.PathLike)))
+        paths = tuple(p for p in paths if p is not None)
     if not paths:
         return
     _State.in_hook = True
@@ -377,6 +384,17 @@ def _audit(event, args):
         pass
     finally:
         _State.in_hook = False
+
+
+def _at(path, dir_fd):
+    """``path`` as given when ``dir_fd`` is None or the path absolute; else the folder the
+    descriptor names joined with it (Linux), or None."""
+    if not isinstance(dir_fd, int) or os.path.isabs(os.fsdecode(path)):
+        return path
+    try:
+        return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fsdecode(path))
+    except OSError:
+        return None
 
 
 def checkpoint(cid, store, snapshot=False, drop_ids=()):
