@@ -136,7 +136,7 @@ def test_old_checkpoints_are_dropped_in_the_checkpoints_own_call(tmp_path):
 
 
 DROP_SCRIPT = """
-import json, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys
 sys.path.insert(0, {repo!r})
 from oi_kernel.execution.probe_loader import local_probe
 p = local_probe()
@@ -145,6 +145,8 @@ open('a.txt', 'w').write('x')  # (1 saves a copy: its folder has a file and an i
 p.call('checkpoint', 2, '.oi_checkpoints/s', drop_ids=[1])  # removes 1's folder
 subprocess.run(['sh', '-c', 'echo mine > index.json; echo mine > f0; mkdir d; echo 1 > d/f'])
 shutil.rmtree('d')  # the code's own rmtree (by folder descriptors) is still recorded
+os.remove('a.txt')  # and its own removes and renames
+os.rename('index.json', 'moved.json')
 print(p.call('restore', 2))
 """
 
@@ -164,7 +166,9 @@ def test_dropping_a_checkpoint_records_nothing_of_the_users_files(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.splitlines()[-1])
-    assert report["removed"] == [] and report["restored"] == ["d/f"]
+    assert report["removed"] == ["moved.json"], report
+    assert sorted(report["restored"]) == ["a.txt", "d/f", "index.json"], report
+    assert (tmp_path / "a.txt").read_text() == "x"
     assert (tmp_path / "index.json").read_text() == "mine\n"
     assert (tmp_path / "f0").read_text() == "mine\n"
     assert (tmp_path / "d" / "f").read_text() == "1\n"

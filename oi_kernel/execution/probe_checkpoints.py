@@ -387,9 +387,10 @@ def _audit(event, args):
 
 
 def _at(path, dir_fd):
-    """``path`` as given when ``dir_fd`` is None or the path absolute; else the folder the
-    descriptor names joined with it (Linux), or None."""
-    if not isinstance(dir_fd, int) or os.path.isabs(os.fsdecode(path)):
+    """``path`` as given when there is no ``dir_fd`` (None, or -1 in the audit event) or
+    the path is absolute; else the folder the descriptor names joined with it (Linux), or
+    None."""
+    if not isinstance(dir_fd, int) or dir_fd < 0 or os.path.isabs(os.fsdecode(path)):
         return path
     try:
         return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fsdecode(path))
