@@ -265,10 +265,12 @@ class Engine(EngineSettings):
             self.conversation.close_open_tool_calls(f"The step did not run: {exc}")
             raise
         finally:
+            self.rollback.settle_checkpoint()  # asked for early and not used: let go
             self._end_turn(turn, emit)
         return turn
 
     async def _loop(self, turn: Turn, emit: EventSink) -> None:
+        self.rollback.start_checkpoint(turn)  # its round trip overlaps the wait for the model
         await self.llm.prepare()  # litellm imported, the model's server asked (small or not)
         if notice := self.llm.take_notice():
             emit(Notice(notice))

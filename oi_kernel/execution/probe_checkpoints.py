@@ -21,10 +21,13 @@ from oi_kernel.execution.probe import (
     FRONTEND_SAVED,
     WRITE_FLAGS,
     Settings,
+    _at,
     _before,
+    _hand_over,
     _Ignore,
     _namespace,
     _State,
+    arm_relist,
     begin,
     configure,
     end,
@@ -386,23 +389,12 @@ def _audit(event, args):
         _State.in_hook = False
 
 
-def _at(path, dir_fd):
-    """``path`` as given when there is no ``dir_fd`` (None, or -1 in the audit event) or
-    the path is absolute; else the folder the descriptor names joined with it (Linux), or
-    None."""
-    if not isinstance(dir_fd, int) or dir_fd < 0 or os.path.isabs(os.fsdecode(path)):
-        return path
-    try:
-        return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fsdecode(path))
-    except OSError:
-        return None
-
-
-def checkpoint(cid, store, snapshot=False, drop_ids=()):
+def checkpoint(cid, store, snapshot=False, drop_ids=(), relist=False):
     """Keep the state as it is now under ``cid``; pre-images are recorded until the next.
     ``snapshot``: also what ``begin`` does for a Python step (reusing this scan), as the
-    caller runs a step next; ``drop_ids``: checkpoints to drop once this one is kept (one round
-    trip for all)."""
+    caller runs a step next; ``relist``: the step comes later (the model is still asked), so
+    the next cell lists the files again (``arm_relist``); ``drop_ids``: checkpoints to drop
+    once this one is kept (one round trip for all)."""
     Settings.store = os.path.abspath(store)  # relative: to where the code runs (a remote kernel)
     if not _State.hooked:
         sys.addaudithook(_audit)
@@ -412,12 +404,15 @@ def checkpoint(cid, store, snapshot=False, drop_ids=()):
     _State.checkpoints[cid] = cp
     _State.current = cp
     cp.save_index()
+    _State.relist = None
     if snapshot:
         _before(cp.files, cp.files_complete, cp.listed)
+    relisted = bool(relist and arm_relist(cid))
     for old in drop_ids:
         drop(old)
     return {"id": cid, "fork": cp.pid is not None, "variables": len(cp.refs),
-            "files": len(cp.files), "cost_s": round(time.perf_counter() - started, 4)}
+            "files": len(cp.files), "cost_s": round(time.perf_counter() - started, 4),
+            **({"relist": relisted} if relist else {})}
 
 
 def restore(cid, store=""):
@@ -469,10 +464,16 @@ def _restore_from_disk(cid, store):
 
 
 def drop(cid):
+    """Forget checkpoint ``cid``; what it recorded goes to the one before it, if kept, which
+    records again if this one was current (see ``_hand_over``)."""
     cp = _State.checkpoints.pop(cid, None)
     if cp is not None:
+        before = max((c for c in _State.checkpoints if c < cid), default=None)
+        if before is not None:
+            _hand_over(cp, _State.checkpoints[before])
         if _State.current is cp:
-            _State.current = None
+            _State.relist = None
+            _State.current = _State.checkpoints.get(before)
         cp.release(wait=False)
     return {"ok": True}
 
@@ -480,9 +481,12 @@ def drop(cid):
 _CALLS = {f.__name__: f for f in (begin, end, checkpoint, restore, drop, configure)}
 
 
-def call(name, *args, settings=None, **kwargs):
+def call(name, *args, settings=None, drop_first=(), **kwargs):
     """The entry point: one of ``begin end checkpoint restore drop configure``, after applying
-    ``settings`` (see ``configure``); the result as JSON text."""
+    ``settings`` (see ``configure``) and dropping ``drop_first`` (checkpoints the engine has
+    let go of since its last call: one round trip for all); the result as JSON text."""
     if settings:
         configure(**settings)
+    for old in drop_first:
+        drop(old)
     return json.dumps(_CALLS[name](*args, **kwargs))
