@@ -214,6 +214,16 @@ async def _early(tmp_path):
         assert await _state(runner) == "[4, 5] 5"
         assert "Rolled back" in await rollback.rollback_to(rollback.checkpoint_named(5))
         assert (await runner.run_code("print(between)")).outputs[0]["text"].strip() == "1"
+        # an instruction interrupted at once: its call is not even sent when it is let go
+        # of; the next call waits for it, then drops it first
+        engine.calls.clear()
+        rollback.start_checkpoint(turn(6))
+        rollback.settle_checkpoint()
+        rollback.start_checkpoint(turn(7))
+        await _step(engine, 7, "w = 7")
+        assert engine.calls == ["checkpoint", "checkpoint"]
+        assert [c.number for c in rollback.checkpoints] == [4, 7]
+        assert await _state(runner) == "[4, 7] 7"
     finally:
         await child.shutdown()
 

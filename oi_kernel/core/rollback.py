@@ -12,7 +12,6 @@ settings are the engine's (``c.Engine.*``, in ``core.settings``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -132,13 +131,13 @@ class Rollback:
     async def _send(self, probe: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                     drops: list[int], waits: list[asyncio.Future[dict[str, Any]]]
                     ) -> dict[str, Any]:
-        for call in waits:  # early calls let go of while under way: a drop of theirs sent
-            with contextlib.suppress(BaseException):  # now reaches the child after them
-                await asyncio.shield(call)
         try:
+            if waits:  # early calls let go of while under way: a drop of theirs sent now
+                await asyncio.wait(waits)  # reaches the child after them (whatever they got)
             return await probe(name, *args, **kwargs)
-        except BaseException:
-            self._drops = drops + self._drops  # (dropping twice does no harm)
+        except BaseException:  # (an interrupt too) owed still: dropping twice does no harm
+            self._drops = drops + self._drops
+            self._abandoned = [w for w in waits if not w.done()] + self._abandoned
             raise
 
     def _ignore_settings(self) -> dict[str, Any]:
