@@ -270,11 +270,13 @@ class Engine(EngineSettings):
             self.conversation.close_open_tool_calls(f"The step did not run: {exc}")
             raise
         finally:
+            self.rollback.settle_checkpoint()  # asked for early and not used: let go
             emit(TurnDone(turn, reason, final_text))
         return turn
 
     async def _loop(self, turn: Turn, emit: EventSink) -> tuple[str, str]:
         """Ask, run, feed back until the turn ends; returns why it ended and the answer."""
+        self.rollback.start_checkpoint(turn)  # its round trip overlaps the wait for the model
         await self.llm.prepare()  # litellm imported, the model's server asked (small or not)
         if notice := self.llm.take_notice():
             emit(Notice(notice))

@@ -11,10 +11,12 @@ settings are the engine's (``c.Engine.*``, in ``core.settings``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,6 +30,16 @@ from oi_kernel.errors import OIError
 
 NO_PROBE = ("code here runs where this session cannot look inside it, so nothing is "
             "tracked or rolled back")
+
+
+@dataclass
+class _Early:
+    """A checkpoint asked for while the model is asked (``Rollback.start_checkpoint``)."""
+
+    number: int  # the instruction's
+    generation: int  # the executor's then: any code run since makes it stale
+    snapshot: bool  # it also kept the change summary's "before" (``track_changes``)
+    call: asyncio.Future[dict[str, Any]]
 
 
 @dataclass
@@ -80,6 +92,11 @@ class Rollback:
         # before its first step (``snapshot``): that step, if Python and nothing ran since,
         # needs no ``begin``
         self._snapshot: int | None = None
+        self._early: _Early | None = None  # this instruction's, taken while the model is asked
+        # checkpoints let go of here and not yet in the child: the next call drops them
+        # there first; and early calls let go of while still under way (awaited before it)
+        self._drops: list[int] = []
+        self._abandoned: list[asyncio.Future[dict[str, Any]]] = []
 
     @property
     def log(self) -> logging.Logger:
@@ -89,18 +106,39 @@ class Rollback:
     def _probe_fn(self) -> Any:
         return self.host.executor.probe
 
-    async def _probe(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def _probe(self, name: str, *args: Any, **kwargs: Any) -> Awaitable[dict[str, Any]]:
+        """The probe's answer to ``name``; what it carries (settings, the drops owed to the
+        child, the early calls to wait for) is decided now, when it is asked for, not when
+        it is sent (an early call is a task of its own)."""
         probe = self._probe_fn()
         if probe is None:
             raise OIError(NO_PROBE)
         if name in ("begin", "checkpoint", "restore"):  # a restarted child starts from defaults
             host = self.host
-            settings = {"scan_budget_s": host.scan_budget_ms / 1000,
-                        "max_files": host.scan_max_files, "max_file_bytes": host.max_file_bytes,
-                        "max_total_bytes": host.max_checkpoint_bytes,
-                        **self._ignore_settings()}
-            return await probe(name, *args, settings=settings, **kwargs)
-        return await probe(name, *args, **kwargs)
+            kwargs["settings"] = {
+                "scan_budget_s": host.scan_budget_ms / 1000, "max_files": host.scan_max_files,
+                "max_file_bytes": host.max_file_bytes,
+                "max_total_bytes": host.max_checkpoint_bytes, **self._ignore_settings()}
+        drops: list[int] = []
+        waits: list[asyncio.Future[dict[str, Any]]] = []
+        if name != "end":  # (``end`` may be answered without asking the child)
+            drops, self._drops = self._drops, []
+            waits, self._abandoned = self._abandoned, []
+            if drops:
+                kwargs["drop_first"] = drops
+        return self._send(probe, name, args, kwargs, drops, waits)
+
+    async def _send(self, probe: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                    drops: list[int], waits: list[asyncio.Future[dict[str, Any]]]
+                    ) -> dict[str, Any]:
+        try:
+            if waits:  # early calls let go of while under way: a drop of theirs sent now
+                await asyncio.wait(waits)  # reaches the child after them (whatever they got)
+            return await probe(name, *args, **kwargs)
+        except BaseException:  # (an interrupt too) owed still: dropping twice does no harm
+            self._drops = drops + self._drops
+            self._abandoned = [w for w in waits if not w.done()] + self._abandoned
+            raise
 
     def _ignore_settings(self) -> dict[str, Any]:
         """What the probe leaves out (``core.change_ignore``)."""
@@ -158,11 +196,73 @@ class Rollback:
             self.log.exception("change tracking failed after a step")
             return None
 
+    def start_checkpoint(self, turn: Turn) -> None:
+        """Ask for ``turn``'s checkpoint now, as the instruction starts: its round trip and
+        fork overlap the wait for the model. Nothing runs code in between unless something
+        else does, which the executor's ``generation`` tells: ``ensure_checkpoint`` keeps it
+        when a step runs with nothing run since, else takes it again; ``settle_checkpoint``
+        lets it go when no step used it. Only for an executor that runs (``ready``) and
+        counts what it runs; the files are listed again when the step's cell starts."""
+        generation = self._generation()
+        if (self._early is not None or generation is None
+                or not self.host.checkpoints_enabled or self._probe_fn() is None
+                or not getattr(self.host.executor, "ready", False)  # (a start is not for this)
+                or any(c.number == turn.index for c in self.checkpoints)):
+            return
+        snapshot = self.host.track_changes
+        call = asyncio.ensure_future(self._probe(
+            "checkpoint", turn.index, self.store_dir(), snapshot=snapshot, relist=True))
+        self._early = _Early(turn.index, generation, snapshot, call)
+
+    def settle_checkpoint(self) -> None:
+        """The instruction ended: a checkpoint asked for early that no step used is let go
+        of (dropped in the child by the next call, which first waits for this one; what it
+        recorded meanwhile goes to the one before it, which records again)."""
+        early, self._early = self._early, None
+        if early is None:
+            return
+        self._drops.append(early.number)
+        if not early.call.done():
+            self._abandoned.append(early.call)
+        early.call.add_done_callback(self._failed_early)
+
+    def _failed_early(self, call: asyncio.Future[dict[str, Any]]) -> None:
+        if not call.cancelled() and call.exception() is not None:
+            self.log.warning("checkpoint failed (asked for while the model was asked): %s",
+                             call.exception())
+
+    async def _take_early(self, turn: Turn) -> tuple[bool, dict[str, Any]] | None:
+        """The checkpoint ``start_checkpoint`` asked for, if nothing ran since: (whether it
+        kept the summary's "before", what the probe said); None: take one now."""
+        early = self._early
+        if early is None:
+            return None
+        try:
+            info = await asyncio.shield(early.call)  # (an interrupt here: settle lets it go)
+        except Exception as exc:
+            info = None
+            self.log.warning("checkpoint failed (asked for while the model was asked): %s", exc)
+        self._early = None
+        if info is not None and early.number == turn.index and (
+                early.generation == self._generation()):
+            return early.snapshot, info
+        self._drops.append(early.number)  # (before the one taken again: same number)
+        return None
+
     async def ensure_checkpoint(self, turn: Turn) -> str:
         """Keep a checkpoint for ``turn`` before its first code; returns a problem or ""."""
         self._snapshot = None
         if (not self.host.checkpoints_enabled or self._probe_fn() is None
                 or any(c.number == turn.index for c in self.checkpoints)):
+            return ""
+        if (early := await self._take_early(turn)) is not None:
+            snapshot, info = early
+            if info.pop("relist", False) and snapshot:  # the files listed again: no begin
+                self._snapshot = self._generation()
+            # those beyond ``max_checkpoints``: dropped in the child by the next call
+            excess = max(0, len(self.checkpoints) + 1 - max(1, self.host.max_checkpoints))
+            self._drops += [c.number for c in self.checkpoints[:excess]]
+            self._keep(turn, info, excess)
             return ""
         # one round trip: the checkpoint, the state before the step (change summary), and
         # dropping the checkpoints beyond ``max_checkpoints`` once this one is kept
@@ -178,11 +278,14 @@ class Rollback:
                     "only forget the messages.")
         if snapshot:
             self._snapshot = self._generation()
+        self._keep(turn, info, excess)
+        return ""
+
+    def _keep(self, turn: Turn, info: dict[str, Any], excess: int) -> None:
         self.checkpoints = self.checkpoints[excess:]
         self.checkpoints.append(Checkpoint(turn.index, turn.instruction, turn.conversation_index,
                                            info=info))
         self.host.publish(CheckpointKept(turn.index, info))
-        return ""
 
     async def rollback_to(self, checkpoint: Checkpoint) -> str:
         """Restore ``checkpoint`` (and forget it and later ones); a message for the user."""

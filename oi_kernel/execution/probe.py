@@ -122,6 +122,18 @@ def ignored(rel, is_dir=False):
     return match("/".join(parts), is_dir)
 
 
+def _at(path, dir_fd):
+    """``path`` as given when there is no ``dir_fd`` (None, or -1 in the audit event) or
+    the path is absolute; else the folder the descriptor names joined with it (Linux), or
+    None."""
+    if not isinstance(dir_fd, int) or dir_fd < 0 or os.path.isabs(os.fsdecode(path)):
+        return path
+    try:
+        return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fsdecode(path))
+    except OSError:
+        return None
+
+
 # ----------------------------------------------------------------------------- variables
 def _namespace():
     shell = _shell()
@@ -328,11 +340,14 @@ class _State:
     current = None  # the Checkpoint whose pre-images are being recorded
     hooked = False
     in_hook = False
+    relist = None  # the checkpoint whose files the next cell lists again (``arm_relist``)
+    relist_hooked = False
     watcher = None  # probe_watch's ``_Watch`` once that part is loaded (see ``scan``)
 
 
 def begin(language="python"):
     """Fingerprint the namespace and scan the files before a step."""
+    _State.relist = None  # scanned now: nothing to list again
     listed = set()
     files, complete = scan(os.getcwd(), listed=listed)
     return _before(files, complete, listed, language)
@@ -351,6 +366,67 @@ def _before(files, complete, listed, language="python", values=None):
             if not rel.endswith(FRONTEND_SAVED):  # the frontend's, not the step's
                 cp.save_preimage(os.path.join(_State.root, rel))
     return {"ok": True}
+
+
+def arm_relist(cid):
+    """Have the next cell list the files again before its code runs (IPython's
+    ``pre_run_cell``, no round trip), for checkpoint ``cid`` taken while the model is asked:
+    the step comes later, and what changed on disk meanwhile (the user's editor, a tool) is
+    neither the step's change nor a change since the checkpoint. False: no IPython here."""
+    shell = _shell()
+    if shell is None:
+        return False
+    if not _State.relist_hooked:
+        shell.events.register("pre_run_cell", _relist)
+        _State.relist_hooked = True
+    _State.relist = cid
+    return True
+
+
+def _relist(*_info):
+    """``pre_run_cell``: list the files again (see ``arm_relist``); probe calls are silent
+    executions, which do not fire it."""
+    cid, _State.relist = _State.relist, None
+    cp = _State.current
+    if cid is None or cp is None or cp.cid != cid:
+        return
+    try:
+        listed = set()
+        files, complete = scan(cp.root, listed=listed)
+        if _State.before_vars is not None:  # the change summary's "before" (a snapshot)
+            _State.before_files, _State.before_complete, _State.before_listed = (
+                files, complete, listed)
+        if files != cp.files:  # what restore compares with and leaves alone
+            cp.files, cp.files_complete, cp.listed = files, complete, listed
+            cp._indexed = None
+            cp.save_index()
+    except Exception:
+        _State.before_vars = None  # no summary rather than a wrong one
+
+
+def _hand_over(cp, to):
+    """Give ``to`` (the checkpoint before ``cp``, which is dropped) what ``cp`` recorded of
+    files first changed after it, so undo to ``to`` puts them back as they were (what ``to``
+    has already wins). ``cp``: one taken while the model was asked and then not used, or
+    taken again because code ran in between (``probe_checkpoints.drop``)."""
+    for path, saved in cp.preimages.items():
+        if path in to.preimages or path in to.too_big:
+            continue
+        if saved is not None:
+            moved = os.path.join(to.dir, f"f{len(to.preimages)}")
+            try:
+                os.replace(saved, moved)
+            except OSError:
+                to.too_big[path] = os.path.getsize(saved) if os.path.exists(saved) else 0
+                continue
+            saved = moved
+        to.preimages[path] = saved
+    for path, size in cp.too_big.items():
+        if path not in to.preimages:
+            to.too_big.setdefault(path, size)
+    to.created |= cp.created
+    to.saved_bytes += cp.saved_bytes
+    to.save_index()
 
 
 def end():

@@ -17,12 +17,13 @@ import time
 
 from oi_kernel.execution.probe import (
     FRONTEND_SAVED,
-    WRITE_FLAGS,
     Settings,
     _before,
+    _hand_over,
     _Ignore,
     _namespace,
     _State,
+    arm_relist,
     begin,
     configure,
     end,
@@ -31,7 +32,7 @@ from oi_kernel.execution.probe import (
     scan,
 )
 from oi_kernel.execution.probe_copy import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
-from oi_kernel.execution.probe_watch import _Watch
+from oi_kernel.execution.probe_watch import _audit, _Watch
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -358,46 +359,12 @@ def _reap(pid, wait=True):
             _killed.remove(old)
 
 
-_FILE_EVENTS = ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
-                "os.rmdir")
-_AUDITED = frozenset({"open", *_FILE_EVENTS})
-
-
-def _audit(event, args):
-    """Save pre-images before a step writes, renames or removes a file. Called for every
-    audit event of the process (each ``id()``, ``compile``...): the others leave at once."""
-    if event not in _AUDITED:
-        return
-    cp = _State.current
-    if cp is None or _State.in_hook:
-        return
-    paths = ()
-    if event == "open":
-        path, mode, flags = (list(args) + [None, None, None])[:3]
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            mode is None and isinstance(flags, int) and flags & WRITE_FLAGS)
-        if writing and isinstance(path, (str, bytes, os.PathLike)):
-            paths = (path,)
-    elif event in _FILE_EVENTS:
-        paths = tuple(a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike)))
-    if not paths:
-        return
-    _State.in_hook = True
-    try:
-        for path in paths:
-            path = os.fsdecode(path)
-            cp.save_preimage(path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
-    except Exception:
-        pass
-    finally:
-        _State.in_hook = False
-
-
-def checkpoint(cid, store, snapshot=False, drop_ids=()):
+def checkpoint(cid, store, snapshot=False, drop_ids=(), relist=False):
     """Keep the state as it is now under ``cid``; pre-images are recorded until the next.
     ``snapshot``: also what ``begin`` does for a Python step (reusing this scan), as the
-    caller runs a step next; ``drop_ids``: checkpoints to drop once this one is kept (one round
-    trip for all)."""
+    caller runs a step next; ``relist``: the step comes later (the model is still asked), so
+    the next cell lists the files again (``arm_relist``); ``drop_ids``: checkpoints to drop
+    once this one is kept (one round trip for all)."""
     Settings.store = os.path.abspath(store)  # relative: to where the code runs (a remote kernel)
     if not _State.hooked:
         sys.addaudithook(_audit)
@@ -408,13 +375,16 @@ def checkpoint(cid, store, snapshot=False, drop_ids=()):
     _State.current = cp
     cp.save_index()
     values, cp.values = cp.values, None  # (held no longer than this call)
+    _State.relist = None
     if snapshot:
         _before(cp.files, cp.files_complete, cp.listed, values=values)
+    relisted = bool(relist and arm_relist(cid))
     for old in drop_ids:
         drop(old)
     return {"id": cid, "fork": cp.pid is not None, "copy": cp.copy is not None,
             "variables": len(cp.refs),
-            "files": len(cp.files), "cost_s": round(time.perf_counter() - started, 4)}
+            "files": len(cp.files), "cost_s": round(time.perf_counter() - started, 4),
+            **({"relist": relisted} if relist else {})}
 
 
 def restore(cid, store=""):
@@ -466,10 +436,16 @@ def _restore_from_disk(cid, store):
 
 
 def drop(cid):
+    """Forget checkpoint ``cid``; what it recorded goes to the one before it, if kept, which
+    records again if this one was current (see ``_hand_over``)."""
     cp = _State.checkpoints.pop(cid, None)
     if cp is not None:
+        before = max((c for c in _State.checkpoints if c < cid), default=None)
+        if before is not None:
+            _hand_over(cp, _State.checkpoints[before])
         if _State.current is cp:
-            _State.current = None
+            _State.relist = None
+            _State.current = _State.checkpoints.get(before)
         cp.release(wait=False)
     return {"ok": True}
 
@@ -477,9 +453,12 @@ def drop(cid):
 _CALLS = {f.__name__: f for f in (begin, end, checkpoint, restore, drop, configure)}
 
 
-def call(name, *args, settings=None, **kwargs):
+def call(name, *args, settings=None, drop_first=(), **kwargs):
     """The entry point: one of ``begin end checkpoint restore drop configure``, after applying
-    ``settings`` (see ``configure``); the result as JSON text."""
+    ``settings`` (see ``configure``) and dropping ``drop_first`` (checkpoints the engine has
+    let go of since its last call: one round trip for all); the result as JSON text."""
     if settings:
         configure(**settings)
+    for old in drop_first:
+        drop(old)
     return json.dumps(_CALLS[name](*args, **kwargs))

@@ -1,4 +1,5 @@
-"""The probe's file scan kept current by inotify: the second part of the probe (see ``probe.py``).
+"""The probe's file side: the scan kept current by inotify, and the audit hook that saves a
+file's pre-image before a step writes it. The second part of the probe (see ``probe.py``).
 
 Where the probe runs, ``probe_loader`` joins this file's source to ``probe.py``'s as one module
 and leaves out the import from ``probe`` below (the names are then that module's own); imported
@@ -9,7 +10,15 @@ import os
 import stat
 import struct
 
-from oi_kernel.execution.probe import Settings, _compile_ignore, _Ignore, _State, _walk
+from oi_kernel.execution.probe import (
+    WRITE_FLAGS,
+    Settings,
+    _at,
+    _compile_ignore,
+    _Ignore,
+    _State,
+    _walk,
+)
 
 # inotify(7) constants (Linux)
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -186,3 +195,46 @@ class _Watch:
 
 _EVENT = struct.Struct("iIII")
 _State.watcher = _Watch  # ``scan`` (probe.py) keeps its result current from now on
+
+
+_FILE_EVENTS = ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
+                "os.rmdir")
+_AUDITED = frozenset({"open", *_FILE_EVENTS})
+_DIR_FDS = {"os.remove": (1, None), "os.rmdir": (1, None), "shutil.rmtree": (1, None),
+            "os.rename": (2, 3)}  # the arguments' dir_fd positions
+
+
+def _audit(event, args):
+    """Save pre-images before a step writes, renames or removes a file. Called for every
+    audit event of the process (each ``id()``, ``compile``...): the others leave at once."""
+    if event not in _AUDITED:
+        return
+    cp = _State.current
+    if cp is None or _State.in_hook:
+        return
+    paths = ()
+    if event == "open":
+        path, mode, flags = (list(args) + [None, None, None])[:3]
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            mode is None and isinstance(flags, int) and flags & WRITE_FLAGS)
+        if writing and isinstance(path, (str, bytes, os.PathLike)):
+            paths = (path,)
+    elif event in _FILE_EVENTS:
+        # a name relative to a folder's descriptor (``dir_fd``, as shutil.rmtree removes what
+        # it walks) is not relative to the working directory: resolved, or left out
+        fds = _DIR_FDS.get(event, (None, None))
+        paths = tuple(_at(a, args[fd] if fd is not None and len(args) > fd else None)
+                      for a, fd in ((a, fds[i]) for i, a in enumerate(args[:2]))
+                      if isinstance(a, (str, bytes, os.PathLike)))
+        paths = tuple(p for p in paths if p is not None)
+    if not paths:
+        return
+    _State.in_hook = True
+    try:
+        for path in paths:
+            path = os.fsdecode(path)
+            cp.save_preimage(path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
+    except Exception:
+        pass
+    finally:
+        _State.in_hook = False

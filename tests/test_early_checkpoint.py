@@ -1,0 +1,74 @@
+"""The instruction's checkpoint is asked for as the instruction starts, while the model is
+asked (issue 31): through the Python API with a real child kernel and the scripted server,
+turns that run code, answer in words only, fail at the model or are interrupted, with code
+run directly between them. Undo still goes back to exactly the state before an
+instruction's first step, and no checkpoint's fork is left behind."""
+
+from __future__ import annotations
+
+import psutil
+import pytest
+
+from oi_kernel.errors import OIError
+from tests import llm_server as S
+from tests.test_api import make
+
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(300)]
+
+STATE = ("import sys, json; p = sys.modules['_oi_probe']; "
+         "print(json.dumps(sorted(p._State.checkpoints)))")
+
+
+def _forks(pid: int) -> int:
+    """The child kernel's checkpoint copies that are still there (not yet reaped zombies
+    excluded: they hold nothing)."""
+    return sum(1 for c in psutil.Process(pid).children()
+               if c.status() != psutil.STATUS_ZOMBIE)
+
+
+def test_many_turns_of_every_ending_keep_undo_exact_and_leave_no_fork(llm_server, tmp_path):
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        it.engine.max_checkpoints = 3
+        pid = int(it.run_code("n = 0\nimport os\nprint(os.getpid())").text)
+        (tmp_path / "g.txt").write_text("0")
+        for i in range(1, 7):
+            # runs code: its checkpoint was taken while the model was asked
+            llm_server.enqueue(S.tool_call(f"n = {i}\nopen('f.txt', 'w').write('{i}')"),
+                               S.text("ok"))
+            list(it.chat(f"set n to {i}"))
+            # answers in words only: its checkpoint is let go of
+            llm_server.enqueue(S.text("Nothing to run."))
+            list(it.chat("just tell me"))
+            # the model fails
+            llm_server.enqueue(S.error(400, "bad request"))
+            with pytest.raises(OIError):
+                list(it.chat("this fails"))
+            # interrupted while the model answers
+            llm_server.enqueue(S.text("word " * 60, chunk_size=4, delay=0.05))
+            for chunk in it.chat("interrupted"):
+                if type(chunk).__name__ == "TextChunk":
+                    break
+            # code run directly after them (a %%python cell, the API's run_code)
+            assert it.run_code(f"open('g.txt', 'w').write('{i}')").status == "ok"
+        hooked = "print(sys.modules['_oi_probe']._State.relist_hooked)"
+        assert it.run_code(f"import sys; {hooked}").text.strip() == "True"  # (taken early)
+        numbers = [c.number for c in it.checkpoints]
+        assert len(numbers) == 3
+        held = it.run_code(STATE).text.strip()
+        kept = eval(held)  # noqa: S307 (our own json list of ints)
+        assert set(numbers) <= set(kept) and len(kept) <= 4, held  # (+1 let go of, not sent)
+        assert _forks(pid) == len(kept)
+        # back to before the last code instruction's step: n, f.txt and g.txt as they were
+        # then (g.txt was written by a direct cell after the instructions that ran no code)
+        assert "Rolled back" in it.restore(numbers[-1])
+        assert it.run_code("print(n)").text.strip() == "5"
+        assert (tmp_path / "f.txt").read_text() == "5"
+        assert (tmp_path / "g.txt").read_text() == "5"
+        # and one further back
+        assert "Rolled back" in it.restore(numbers[-2])
+        assert it.run_code("print(n)").text.strip() == "4"
+        assert (tmp_path / "f.txt").read_text() == "4"
+        assert (tmp_path / "g.txt").read_text() == "4"
+        kept = eval(it.run_code(STATE).text.strip())  # noqa: S307
+        assert kept == [numbers[0]]
+        assert _forks(pid) == 1
