@@ -26,10 +26,15 @@ def _forks(pid: int) -> int:
                if c.status() != psutil.STATUS_ZOMBIE)
 
 
-def test_many_turns_of_every_ending_keep_undo_exact_and_leave_no_fork(llm_server, tmp_path):
+@pytest.mark.parametrize("forks", [True, False], ids=["an-object-forks", "plain-data-copied"])
+def test_many_turns_of_every_ending_keep_undo_exact_and_leave_no_fork(llm_server, tmp_path,
+                                                                       forks):
+    # a namespace holding an instance is forked at each checkpoint; one of builtin data only
+    # is copied (probe_copy.py), and no fork is made at all
+    thing = "class Thing: pass\nthing = Thing()\n" if forks else ""
     with make(llm_server, tmp_path, auto_run=True) as it:
         it.engine.max_checkpoints = 3
-        pid = int(it.run_code("n = 0\nimport os\nprint(os.getpid())").text)
+        pid = int(it.run_code(f"{thing}n = 0\nimport os\nprint(os.getpid())").text)
         (tmp_path / "g.txt").write_text("0")
         for i in range(1, 7):
             # runs code: its checkpoint was taken while the model was asked
@@ -57,7 +62,7 @@ def test_many_turns_of_every_ending_keep_undo_exact_and_leave_no_fork(llm_server
         held = it.run_code(STATE).text.strip()
         kept = eval(held)  # noqa: S307 (our own json list of ints)
         assert set(numbers) <= set(kept) and len(kept) <= 4, held  # (+1 let go of, not sent)
-        assert _forks(pid) == len(kept)
+        assert _forks(pid) == (len(kept) if forks else 0)
         # back to before the last code instruction's step: n, f.txt and g.txt as they were
         # then (g.txt was written by a direct cell after the instructions that ran no code)
         assert "Rolled back" in it.restore(numbers[-1])
@@ -71,4 +76,4 @@ def test_many_turns_of_every_ending_keep_undo_exact_and_leave_no_fork(llm_server
         assert (tmp_path / "g.txt").read_text() == "4"
         kept = eval(it.run_code(STATE).text.strip())  # noqa: S307
         assert kept == [numbers[0]]
-        assert _forks(pid) == 1
+        assert _forks(pid) == (1 if forks else 0)
