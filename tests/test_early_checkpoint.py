@@ -6,12 +6,14 @@ instruction's first step, and no checkpoint's fork is left behind."""
 
 from __future__ import annotations
 
+import time
+
 import psutil
 import pytest
 
 from oi_kernel.errors import OIError
 from tests import llm_server as S
-from tests.test_api import make
+from tests.test_api import make, wait_for_file
 
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(300)]
 
@@ -77,3 +79,49 @@ def test_many_turns_of_every_ending_keep_undo_exact_and_leave_no_fork(llm_server
         kept = eval(it.run_code(STATE).text.strip())  # noqa: S307
         assert kept == [numbers[0]]
         assert _forks(pid) == (1 if forks else 0)
+
+
+def test_an_interrupted_step_leaves_the_earlier_checkpoints_restorable(llm_server, tmp_path):
+    """An interrupt reaches the child kernel's whole process group (jupyter_client signals the
+    group), and with it the checkpoints' forks: they must live through it, or every undo
+    after an interrupted step fails ("Broken pipe")."""
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        pid = int(it.run_code("class Thing: pass\nthing = Thing()\nn = 0\n"
+                              "import os\nprint(os.getpid())").text)
+        for i in (1, 2):
+            llm_server.enqueue(S.tool_call(f"n = {i}"), S.text("ok"))
+            list(it.chat(f"set n to {i}"))
+        assert _forks(pid) == 2  # (an object in the namespace: each checkpoint is a fork)
+        llm_server.enqueue(S.tool_call("n = 3\nimport time\nopen('started', 'w').write('1')\n"
+                                       "time.sleep(30)"), S.text("ok"))
+        for chunk in it.chat("sleep a while"):
+            if type(chunk).__name__ == "ApprovalChunk":
+                wait_for_file(tmp_path / "started")
+                break  # closes the generator: the step is interrupted
+        assert it.turns[-1].steps[0].status == "interrupted"
+        assert it.run_code("print(n)").text.strip() == "3"
+        assert _forks(pid) == 3  # none died of the interrupt
+        first = it.checkpoints[0].number
+        assert "Rolled back" in it.restore(first)
+        assert it.run_code("print(n, type(thing).__name__)").text.strip() == "0 Thing"
+
+
+def test_a_checkpoint_whose_copy_was_killed_still_restores_the_files(llm_server, tmp_path):
+    """The fork holding a checkpoint's variables killed from outside (the OOM killer, a
+    user's kill): undo still puts the files back and says which variables it could not."""
+    with make(llm_server, tmp_path, auto_run=True) as it:
+        pid = int(it.run_code("class Thing: pass\nthing = Thing()\nn = 0\n"
+                              "import os\nprint(os.getpid())").text)
+        (tmp_path / "data.txt").write_text("before")
+        llm_server.enqueue(S.tool_call("n = 1\nopen('data.txt', 'w').write('after')"),
+                           S.text("ok"))
+        list(it.chat("change things"))
+        (fork,) = psutil.Process(pid).children()
+        fork.kill()
+        deadline = time.monotonic() + 10
+        while _forks(pid) and time.monotonic() < deadline:  # (a zombie until reaped)
+            time.sleep(0.05)
+        assert _forks(pid) == 0
+        said = it.restore(it.checkpoints[0].number)
+        assert "Rolled back" in said and "did not answer" in said, said
+        assert (tmp_path / "data.txt").read_text() == "before"

@@ -64,9 +64,18 @@ class Checkpoint:
         _die_with_parent(prepare=True)  # (resolved here, once: the fork only calls it)
         cmd_r, cmd_w = os.pipe()
         done_r, done_w = os.pipe()
-        pid = os.fork()
+        # an interrupt goes to the kernel's whole process group (jupyter_client signals the
+        # group): the copy ignores it, set up with SIGINT blocked so none falls in between
+        mask, pid = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}), -1
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if pid == 0:  # the frozen copy: wait for one command, then leave
             try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # (one pending is discarded)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 os.close(cmd_w)
                 os.close(done_r)
                 if _Watch.fd >= 0:  # the scan's watches stay the process's alone
@@ -196,8 +205,13 @@ class Checkpoint:
             self.copy = None
         elif self.pid is not None:
             path = os.path.join(self.dir, "namespace.pickle")
-            os.write(self.cmd_w, f"dump {path}".encode())
-            if _wait_readable(self.done_r, Settings.restore_timeout_s) and os.read(self.done_r, 2):
+            try:
+                os.write(self.cmd_w, f"dump {path}".encode())
+                answered = (_wait_readable(self.done_r, Settings.restore_timeout_s)
+                            and os.read(self.done_r, 2))
+            except OSError:  # (the copy is gone: killed from outside)
+                answered = False
+            if answered:
                 loaded, failed = self._load(path)
             else:
                 failed = {n: "the checkpoint's copy did not answer" for n in self.refs}
