@@ -108,22 +108,29 @@ def for_cell(changes: dict[str, Any] | None) -> tuple[str, str] | None:
 def restore_message(report: dict[str, Any], what: str) -> str:
     """Markdown for an undo or restore: what came back, what did not, and why."""
     parts = [f"Rolled back to {what}."]
+    problems = report.get("problems") or []
     if report.get("namespace_lost"):
         parts.append("**Variables were not restored**: " + report["namespace_lost"])
     else:
         removed = report.get("removed_variables") or []
-        kept = report.get("variables") or []
+        failed = {p["name"] for p in problems}
+        back = [n for n in report.get("variables") or [] if n not in failed]
         text = "Variables are as they were at the checkpoint"
         if removed:
             text += f": removed {_names(removed)}"
-        if kept:
-            text += f"{';' if removed else ':'} {len(kept)} put back"
-        parts.append(text + ".")
-    problems = report.get("problems") or []
-    if problems:
-        listed = "; ".join(f"`{p['name']}` ({p['type']}: {p['why']})" for p in problems)
+        if back:
+            text += f"{';' if removed else ':'} {len(back)} put back"
+        if removed or back or not failed:
+            parts.append(text + ".")
+    held = [p for p in problems if p["type"] != "?"]
+    gone = [p for p in problems if p["type"] == "?"]  # (its name was removed)
+    if held:
+        listed = "; ".join(f"`{p['name']}` ({p['type']}: {p['why']})" for p in held)
         parts.append(f"**Not restored** (put back as the same object, whose own changes "
                      f"since cannot be undone): {listed}.")
+    if gone:
+        listed = "; ".join(f"`{p['name']}` ({p['why']})" for p in gone)
+        parts.append(f"**Not restored, removed**: {listed}.")
     if report.get("restored"):
         parts.append(f"Files restored: {_names(report['restored'])}.")
     if report.get("removed"):
