@@ -135,8 +135,12 @@ def _tool_notice(e: E.ToolNotice) -> Record:
     return "tool_notice", {"text": e.text}
 
 
+CHECKPOINT_FIELDS = ("id", "fork", "copy", "variables", "files", "cost_s")  # of the probe's
+
+
 def _checkpoint(e: E.CheckpointKept) -> Record:
-    return "checkpoint", {"turn": e.turn, **e.info}
+    return "checkpoint", {"turn": e.turn,
+                          **{k: e.info[k] for k in CHECKPOINT_FIELDS if k in e.info}}
 
 
 def _rollback(e: E.RolledBack) -> Record:

@@ -281,6 +281,7 @@ class DirectRecord(Record):
 class CheckpointRecord(InTurnRecord):
     id: int | None = None
     fork: bool = False
+    copy: bool = False  # the variables kept as an in-memory copy, not a fork (plain data)
     variables: int | None = None
     files: int | None = None
     cost_s: float | None = None
