@@ -115,8 +115,12 @@ def verdict(value: float, limit: float) -> str:
 
 # ----------------------------------------------------------------------------- kernels
 def oi_env(server_url: str, log_dir: str, **extra: str) -> dict[str, str]:
-    """Environment for an Open Interpreter kernel talking to the scripted server."""
+    """Environment for an Open Interpreter kernel talking to the scripted server. The kernel
+    runs this checkout's code (``PYTHONPATH``), not whatever copy is installed in the venv
+    (a non-editable install goes stale as the checkout moves on); ``extra`` may name
+    another tree."""
     env = {
+        "PYTHONPATH": str(REPO),
         "OI_MODEL": "openai/scripted",
         "OI_API_BASE": server_url,
         "OI_API_KEY": "sk-bench-not-a-real-key-000000",
