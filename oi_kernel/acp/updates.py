@@ -11,6 +11,7 @@ becomes; ``permission_request(request)`` the tool call and options to ask about;
                 Decided         -> tool_call_update (in_progress; failed when skipped/stopped)
                 StepDone        -> tool_call_update (completed / failed: output, changes, flags)
     notices     Notice          -> agent_message_chunk (a quoted line)
+    numbers     AnswerChecked   -> agent_message_chunk (quoted: "23% — not in any output")
     the end     TurnDone        -> the prompt's stop reason and usage (``stop_reason``)
     approval    Run = allow_once, Run all = allow_always, Skip = reject_once, Stop = reject_always;
                 Edit (id edit, kind allow_once) where the client shows forms: elicitation/create
@@ -43,6 +44,7 @@ from acp.schema import (
 from oi_kernel.approval.approvers import HIDDEN_NOTE, flag_lines
 from oi_kernel.core import events as E
 from oi_kernel.core import identity
+from oi_kernel.core.answer_check import marks_plain
 from oi_kernel.core.changes import change_lines
 from oi_kernel.core.output_text import outputs_to_text
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, StepRecord, Turn
@@ -223,6 +225,9 @@ class TurnUpdates:
         if isinstance(event, E.Notice):
             mark = {"warning": "⚠ ", "error": "✖ "}.get(event.level, "")
             return [H.update_agent_message_text(f"\n\n> {mark}{event.text}\n\n")]
+        if isinstance(event, E.AnswerChecked) and (marks := marks_plain(event.check)):
+            lines = "\n".join(f"> {line}  " for line in marks.splitlines())
+            return [H.update_agent_message_text(f"\n\n{lines}\n")]
         return []  # ReplyDone: its text was streamed; TurnDone: the prompt's response
 
     def _proposed(self, request: ApprovalRequest) -> Any:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from oi_kernel.core import events as E
+from oi_kernel.core.answer_check import marks_plain
 from oi_kernel.core.changes import change_lines
 from oi_kernel.core.output_text import outputs_to_text
 from oi_kernel.core.types import Turn, Usage
@@ -70,6 +71,19 @@ class MessageChunk:
 
 
 @dataclass
+class ClaimsChunk:
+    """The final answer's numbers, each traced to the step output that printed it or found
+    in none (``claims``: ``core.claims.Claim`` dicts; ``untraced``: the numbers found in no
+    output; ``text``: the compact list a terminal shows, e.g. ``23% — not in any output``)."""
+
+    claims: list[dict[str, Any]]
+    untraced: list[str]
+    text: str
+    note: str = ""
+    asked: bool = False  # the first answer was sent back once (check_answers "ask-model")
+
+
+@dataclass
 class UsageChunk(Usage):
     """Tokens and cost of the whole instruction (cost None when unknown)."""
 
@@ -84,7 +98,7 @@ class NoticeChunk:
 
 Chunk = (
     TextChunk | ThinkingChunk | CodeChunk | ApprovalChunk | OutputChunk | MessageChunk
-    | UsageChunk | NoticeChunk
+    | UsageChunk | NoticeChunk | ClaimsChunk
 )
 
 
@@ -116,6 +130,11 @@ def to_chunks(event: E.Event) -> list[Chunk]:
         return [NoticeChunk(event.text, event.level)]
     if isinstance(event, E.TurnDone):
         return _turn_chunks(event.turn)
+    if isinstance(event, E.AnswerChecked):
+        check = event.check
+        return [ClaimsChunk([c.to_dict() for c in check.claims],
+                            [c.text for c in check.untraced], marks_plain(check), check.note,
+                            event.asked)]
     return []
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Instance
 
 from oi_kernel.core import codeblocks, dialects, prompts
+from oi_kernel.core.answer_check import settle_answer
 from oi_kernel.core.caps import Caps, cap_notice
 from oi_kernel.core.context import fit_messages
 from oi_kernel.core.conversation import Conversation
@@ -249,6 +250,9 @@ class Engine(EngineSettings):
         reason, final_text = "", ""
         try:
             reason, final_text = await self._loop(turn, emit)
+            if reason == "done":
+                final_text = await settle_answer(self.check_answers, self.turns, turn,
+                                                 final_text, emit, self._asker(turn, emit))
         except asyncio.CancelledError:
             reason = "interrupted"
             self.conversation.close_open_tool_calls(
@@ -273,6 +277,16 @@ class Engine(EngineSettings):
             self.rollback.settle_checkpoint()  # asked for early and not used: let go
             emit(TurnDone(turn, reason, final_text))
         return turn
+
+    def _asker(self, turn: Turn, emit: EventSink) -> Callable[[str], Awaitable[str]]:
+        """Sends ``message`` to the model within the turn; returns its new answer."""
+
+        async def ask(message: str) -> str:
+            self.conversation.append({"role": "user", "content": message})
+            reason, text = await self._loop(turn, emit)
+            return text if reason == "done" else ""
+
+        return ask
 
     async def _loop(self, turn: Turn, emit: EventSink) -> tuple[str, str]:
         """Ask, run, feed back until the turn ends; returns why it ended and the answer."""

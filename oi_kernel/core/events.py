@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Reply, StepRecord, Turn
 
 if TYPE_CHECKING:
+    from oi_kernel.core.claims import Check
     from oi_kernel.core.tools import ToolSpec
     from oi_kernel.safety.risk import Flag
 
@@ -106,6 +107,18 @@ class TurnDone:
     turn: Turn
     reason: str = ""
     final_text: str = ""
+
+
+@dataclass(frozen=True)
+class AnswerChecked:
+    """The numbers of an instruction's answer, each traced to the step output that printed
+    it or found in none (``core.claims``); ``answer``: the text checked; ``asked``: it is the
+    model's second answer, after the first was sent back once (``check_answers``)."""
+
+    turn: int
+    check: Check
+    answer: str
+    asked: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,6 +308,6 @@ Event = (
     | UntrustedNotice | TurnStarted | LLMRequested | LLMFailed | ToolsUnsupported | SampleDrawn
     | DraftSetAside | DraftsSampled | StepReviewed | CheckpointKept | RolledBack | ConversationReset
     | ConversationUndone | ConversationSaved | ConversationLoaded | ProfileApplied
-    | ToolsOffered | ChildRestarted | DirectRun
+    | ToolsOffered | ChildRestarted | DirectRun | AnswerChecked
 )
 EventSink = Callable[[Event], None]

@@ -74,6 +74,21 @@ class EngineSettings(LoggingConfigurable):
         if change["new"] < 1:
             raise OIError("max_steps must be at least 1 (it counts LLM calls per instruction).")
 
+    check_answers = Enum(
+        ["mark", "ask-model", "off"],
+        config=True,
+        help="Trace every number in the model's final answer to the step output that printed "
+        "it (docs/answer-check.md): 'mark' (show under the answer where each number came from, "
+        "and mark those found in no output: '23% — not in any output'), 'ask-model' (as "
+        "'mark', but first send an answer with untraced numbers back to the model once to "
+        "correct them or compute them in a step), 'off'. Env: OI_CHECK_ANSWERS.",
+    )
+
+    @default("check_answers")
+    def _check_answers_default(self) -> str:
+        return config.env_choice("OI_CHECK_ANSWERS", ["mark", "ask-model", "off"], "mark",
+                                 help=self.traits()["check_answers"].help)
+
     small_model_max_steps = Integer(
         3,
         config=True,

@@ -18,6 +18,7 @@ Which event sets what:
 ``Decided``          the step's ``decision``; a step that ends there: status, feedback
 ``UntrustedNotice``  ``untrusted_noticed``
 ``StepDone``         status, outputs, feedback, duration_s, changes; ``untrusted``
+``AnswerChecked``    ``answer_check`` (the answer's numbers and where each was found)
 ``TurnDone``         ``end_reason``, ``final_text``
 ===================  ============================================================
 
@@ -108,6 +109,10 @@ def _done(turn: Turn, event: E.StepDone) -> None:
     turn.untrusted += [{"step": told.index, **source, "read": False} for source in event.outside]
 
 
+def _checked(turn: Turn, event: E.AnswerChecked) -> None:
+    turn.answer_check = event.check.to_dict()
+
+
 def _ended(turn: Turn, event: E.TurnDone) -> None:
     turn.end_reason, turn.final_text = event.reason, event.final_text
 
@@ -120,5 +125,6 @@ _APPLY: dict[type, Callable[[Turn, Any], None]] = {
     E.Decided: _decided,
     E.UntrustedNotice: _noticed,
     E.StepDone: _done,
+    E.AnswerChecked: _checked,
     E.TurnDone: _ended,
 }

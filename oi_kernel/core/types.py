@@ -172,3 +172,6 @@ class Turn:
     # "phrase", "read"}]; "read": the model has read it (it answered the reply after it)
     untrusted: list[dict[str, Any]] = field(default_factory=list)
     untrusted_noticed: bool = False  # auto-run: the one notice said so
+    # the answer's numbers traced to the outputs that printed them (``core.claims.Check``
+    # as a dict), when the answer was checked (``c.Engine.check_answers``)
+    answer_check: dict[str, Any] | None = None

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 from oi_kernel.core.types import code_hash
 from oi_kernel.errors import OIError
 from oi_kernel.languages import as_ipython_cell
+from oi_kernel.record.claims_cells import answer_cell, link_claims
 from oi_kernel.record.records import (
+    AnswerCheckRecord,
     ChildRestartRecord,
     DecisionRecord,
     DirectRecord,
@@ -122,6 +124,7 @@ def build_notebook(
         cells.insert(0, _markdown(_title_text(title, meta)))
     for i, cell in enumerate(cells):
         cell["id"] = f"oi-{i}"
+    link_claims(cells, builder.step_cells)
     nb = nbformat.v4.new_notebook(
         cells=cells,
         metadata={
@@ -147,6 +150,7 @@ class _Builder:
         self.count = 0
         self.decisions: dict[tuple[int | None, int | None], DecisionRecord] = {}
         self.model = ""  # of the latest llm_request
+        self.step_cells: dict[tuple[int | None, int | None], Any] = {}  # (turn, step) -> cell
 
     def add(self, r: Record) -> None:
         match r:
@@ -163,8 +167,12 @@ class _Builder:
                 # a skipped or stopped step ran nothing, whatever the log says
                 if decision is None or decision.action not in ("skipped", "stopped"):
                     self._code(r, self._execution_meta(r, decision))
+                    if self.cells and self.cells[-1].cell_type == "code":
+                        self.step_cells[(r.turn, r.step)] = self.cells[-1]
             case DirectRecord():
                 self._code(r, self._direct_meta(r))
+            case AnswerCheckRecord() if r.answer.strip():
+                self.cells.append(answer_cell(r.answer, r.turn, list(r.claims), r.note))
             case ChildRestartRecord():
                 reason = f": {r.reason}" if r.reason else ""
                 self.cells.append(_markdown(f"*(The kernel restarted here{reason}.)*"))

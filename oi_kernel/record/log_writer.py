@@ -131,6 +131,10 @@ def _execution(e: E.StepDone) -> Record | None:
     }
 
 
+def _answer_check(e: E.AnswerChecked) -> Record:
+    return "answer_check", {"answer": e.answer, "asked": e.asked, **e.check.to_dict()}
+
+
 def _tool_notice(e: E.ToolNotice) -> Record:
     return "tool_notice", {"text": e.text}
 
@@ -206,6 +210,7 @@ RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.ToolsOffered: _tools_offered,
     E.ChildRestarted: _child_restart,
     E.DirectRun: _direct,
+    E.AnswerChecked: _answer_check,
 }
 
 

@@ -150,6 +150,20 @@ class TurnEndRecord(InTurnRecord):
     usage: dict | None = None
 
 
+@_kind("answer_check")
+@dataclass(frozen=True, kw_only=True)
+class AnswerCheckRecord(InTurnRecord):
+    """The numbers of an instruction's answer and where each was printed (``core.claims``):
+    ``claims`` [{"text", "kind", "start", "end", "found": {"turn", "step", "printed", "how",
+    "where"} or null}]."""
+
+    answer: str = ""
+    asked: bool = False
+    claims: tuple[Any, ...] = ()
+    note: str = ""
+    quoted: int = 0
+
+
 @_kind("llm_request")
 @dataclass(frozen=True, kw_only=True)
 class LLMRequestRecord(AtStepRecord):

@@ -49,6 +49,7 @@ class VerifyReport:
     cells: list[CellCheck] = field(default_factory=list)
     notebook: str = ""
     workdir: str = ""
+    claims: list[str] = field(default_factory=list)  # traced numbers no longer printed
 
     def format(self) -> str:
         """A table of the cells and a one-line verdict, for a terminal."""
@@ -59,6 +60,7 @@ class VerifyReport:
         same = sum(c.status == "same" for c in self.cells)
         kept = sum(c.status == "kept" for c in self.cells)
         verdict = "OK" if self.ok else "FAILED"
+        lines += [f"claim: {problem}" for problem in self.claims]
         lines.append(
             f"{verdict}: {same} of {len(self.cells)} code cells reproduce their recorded outputs"
             + (f"; {kept} MCP tool call(s) kept their recorded result (server not reachable)"
@@ -96,13 +98,24 @@ def verify_notebook(
         roots.add(str(logged_cwd))
     if in_place:
         fresh = _run(nb, source_dir, kernel, timeout)
-        return _compare(recorded, fresh, roots, path, source_dir)
+        return _check_claims(_compare(recorded, fresh, roots, path, source_dir), nb, fresh)
     with tempfile.TemporaryDirectory(prefix="oi-verify-") as tmp:
         workdir = Path(tmp) / (source_dir.name or "work")
         _copy_dir(source_dir, workdir)
         fresh = _run(nb, workdir, kernel, timeout)
         roots |= {str(workdir), os.path.realpath(workdir)}
-        return _compare(recorded, fresh, roots, path, workdir)
+        return _check_claims(_compare(recorded, fresh, roots, path, workdir), nb, fresh)
+
+
+def _check_claims(report: VerifyReport, nb: NotebookNode, fresh: dict[int, Any]
+                  ) -> VerifyReport:
+    """The answers' traced numbers must still be printed by their cells
+    (``record.claims_cells``): each one that is not fails the report, by name."""
+    from oi_kernel.record.claims_cells import claim_problems
+
+    report.claims = claim_problems(nb, fresh)
+    report.ok = report.ok and not report.claims
+    return report
 
 
 def _copy_dir(src: Path, dst: Path) -> None:

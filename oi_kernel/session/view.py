@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core import changes
+from oi_kernel.core.answer_check import marks_markdown, marks_plain
 from oi_kernel.core import events as E
 from oi_kernel.core.codeblocks import block_spans, reply_text
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
@@ -346,6 +347,12 @@ class TurnView:
         elif isinstance(event, E.Notice):
             icon = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}[event.level]
             self.show_markdown(f"{icon} {event.text}", event.text)
+        elif isinstance(event, E.AnswerChecked):
+            self._end_reply()
+            if marks := marks_markdown(event.check):
+                self.publish("display_data", {
+                    "data": {"text/markdown": marks, "text/plain": marks_plain(event.check)},
+                    "metadata": {"oi": {"answer_check": event.check.to_dict()}}})
         elif isinstance(event, E.TurnDone):
             self._end_reply()
             self._printed_blocks = []
