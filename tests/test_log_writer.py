@@ -34,11 +34,14 @@ CALL_ID = re.compile(r"call_[0-9a-f]{24}")
 
 
 def comparable(path: Path) -> list[dict]:
-    """The records of a recorded log with the fields that may vary made equal."""
+    """The records of a recorded log with the fields that may vary made equal (and without
+    ``answer_check`` records, which the golden log predates: ``answer_checks`` reads them)."""
     ids: dict[str, str] = {}
     text = CALL_ID.sub(lambda m: ids.setdefault(m.group(0), f"call_{len(ids)}"), path.read_text())
-    records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    for record in records:
+    records = [r for r in (json.loads(line) for line in text.splitlines() if line.strip())
+               if r.get("event") != "answer_check"]
+    for i, record in enumerate(records):  # (positions again, without those records)
+        record["seq"], record["t"] = i + 1, f"2026-11-27T03:00:{i:02d}.000Z"
         if record.get("event") == "session_start":
             for field in VARY:
                 record.pop(field, None)
@@ -57,6 +60,11 @@ def test_a_fresh_session_log_is_the_golden_log(tmp_path: Path) -> None:
     for i, (w, g) in enumerate(zip(want, got, strict=True)):
         assert sorted(g) == sorted(w), f"record {i + 1} ({w['event']}): fields differ"
         assert g == w, f"record {i + 1} ({w['event']}): values differ"
+    # (since the golden log: each answer's numbers are traced to the step that printed them)
+    checks = [json.loads(line) for line in fresh.read_text().splitlines()
+              if '"answer_check"' in line]
+    assert [(c["turn"], [(x["text"], x["found"]["step"]) for x in c["claims"]])
+            for c in checks] == [(1, [("12", 1), ("5", 3)]), (2, [("10", 1)])]
 
 
 @pytest.mark.unit

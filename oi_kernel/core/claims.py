@@ -17,6 +17,7 @@ output was cut before the session kept it (then numbers from the cut part can't 
 from __future__ import annotations
 
 import bisect
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -28,7 +29,7 @@ MAX_CLAIMS = 400  # numbers traced per answer; more are named as not traced, and
 TIME_LIMIT_S = 0.25  # tracing stops here (a 2,000-word session takes ~1-3 ms)
 CUT_MARK = "characters cut ...]"  # how output_text / outputs mark a cut (head … tail)
 CUT_MARK_LINES = "lines) cut ...]"
-_EPS = 1e-9
+_EPS = 1e-12
 
 
 @dataclass(frozen=True)
@@ -157,9 +158,9 @@ def trace(answer: str, instruction: str, current: list[Source], earlier: list[So
 
 def _find(w: Written, levels: list[_Index], code: _Index) -> Found | None:
     negative = any(v < 0 for v in w.values)
-    for index in levels:
+    for level, index in enumerate(levels):
         hit = _in(index, w, negative)
-        if hit is not None:
+        if hit is not None and (level == 0 or _close_enough(w, hit)):
             return hit
     if w.kind in ("integer", "decimal", "separated") and w.factors == (1.0,):
         for v in w.values:
@@ -168,6 +169,16 @@ def _find(w: Written, levels: list[_Index], code: _Index) -> Found | None:
                 value, printed, source = found
                 return Found(source.turn, source.step, printed, "exact", "code")
     return None
+
+
+def _close_enough(w: Written, hit: Found) -> bool:
+    """Whether a match in an earlier instruction's output is likely the same number: an
+    earlier session holds many numbers, and a short one (two digits) matches some of them
+    by chance, so there it must be printed as written, or shown with 3 significant digits."""
+    if hit.how == "exact":
+        return True
+    shown = abs(w.values[0]) / (2 * w.half) if w.half else math.inf
+    return hit.how in ("rounded", "share") and shown >= 100
 
 
 def _in(index: _Index, w: Written, negative: bool) -> Found | None:

@@ -48,10 +48,13 @@ _UNITS: dict[str, tuple[float, ...]] = {
     "bytes": (1,), "byte": (1,), "b": (1,),
     "kb": (1, 1e3, 1024), "kib": (1, 1024), "mb": (1, 1e6, 2**20), "mib": (1, 2**20),
     "gb": (1, 1e9, 2**30), "gib": (1, 2**30), "tb": (1, 1e12, 2**40), "tib": (1, 2**40),
-    "ns": (1, 1e-9), "µs": (1, 1e-6), "μs": (1, 1e-6), "us": (1, 1e-6),
-    "ms": (1, 1e-3), "s": (1, 1e3), "sec": (1, 1e3), "secs": (1, 1e3), "seconds": (1, 1e3),
-    "second": (1, 1e3), "min": (1, 60), "mins": (1, 60), "minutes": (1, 60),
-    "minute": (1, 60), "h": (1, 3600), "hours": (1, 3600), "hour": (1, 3600),
+    # time: the written unit in seconds, ms, µs, ns, minutes (what a step may print)
+    "ns": (1, 1e-9, 1e-6, 1e-3), "µs": (1, 1e-6, 1e-3, 1e3), "μs": (1, 1e-6, 1e-3, 1e3),
+    "us": (1, 1e-6, 1e-3, 1e3), "ms": (1, 1e-3, 1e3, 1e6),
+    "s": (1, 1e3, 1e6, 1 / 60), "sec": (1, 1e3, 1e6, 1 / 60), "secs": (1, 1e3, 1e6, 1 / 60),
+    "seconds": (1, 1e3, 1e6, 1 / 60), "second": (1, 1e3, 1e6, 1 / 60),
+    "min": (1, 60, 6e4), "mins": (1, 60, 6e4), "minutes": (1, 60, 6e4), "minute": (1, 60, 6e4),
+    "h": (1, 3600, 60), "hours": (1, 3600, 60), "hour": (1, 3600, 60),
 }
 _UNIT_RE = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
 _NUM = (r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?"  # 1,200 / 1,200.5
@@ -197,7 +200,8 @@ def _written(m: re.Match[str], text: str) -> Written | None:
         kind = "currency"
     if exp and kind in ("integer", "decimal"):
         kind = "scientific"
-    if kind in ("integer", "decimal") and re.search(r"[ ,\u00a0\u202f]", num):
+    if kind in ("integer", "decimal") and (re.search(r"[ ,\u00a0\u202f]", num)
+                                          or num.count(".") > 1):
         kind = "separated"
     values = tuple(-v if negative else v for v in values)
     year_like = (kind == "integer" and not negative and not cur and len(num) == 4
