@@ -236,7 +236,8 @@ def _plant(rng: Any, error: str, value: float, spec: str) -> float:
                   spec.replace(",", ""))
     if error == "transposed":  # two neighbouring digits of the shown number swapped
         digits = [i for i, ch in enumerate(text) if ch.isdigit()]
-        pairs = [(a, b) for a, b in zip(digits, digits[1:]) if b == a + 1 and text[a] != text[b]]
+        pairs = [(a, b) for a, b in zip(digits, digits[1:], strict=False)
+                 if b == a + 1 and text[a] != text[b]]
         if pairs:
             a, b = pairs[int(rng.integers(0, len(pairs)))]
             return math.copysign(float(text[:a] + text[b] + text[a] + text[b + 1:]), value)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from oi_kernel.api.chunks import (
     ApprovalChunk,
     Chunk,
-    CodeChunk,
     ClaimsChunk,
+    CodeChunk,
     MessageChunk,
     NoticeChunk,
     OutputChunk,

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core import changes
-from oi_kernel.core.answer_check import marks_markdown, marks_plain
 from oi_kernel.core import events as E
+from oi_kernel.core.answer_check import marks_markdown, marks_plain
 from oi_kernel.core.codeblocks import block_spans, reply_text
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
 from oi_kernel.safety.visible import visible
