@@ -90,6 +90,7 @@ def test_two_turns_with_approval_callback(llm_server, tmp_path):
         "ApprovalChunk",
         "OutputChunk",
         "TextChunk",
+        "ClaimsChunk",  # the answer's number, traced to the step that printed it
         "MessageChunk",
         "UsageChunk",
     ]
@@ -253,6 +254,7 @@ def test_achat_streams_the_same_chunks(llm_server, tmp_path):
         "ApprovalChunk",
         "OutputChunk",
         "TextChunk",
+        "ClaimsChunk",  # the answer's number, traced to the step that printed it
         "MessageChunk",
         "UsageChunk",
     ]

@@ -130,7 +130,7 @@ def to_chunks(event: E.Event) -> list[Chunk]:
         return [NoticeChunk(event.text, event.level)]
     if isinstance(event, E.TurnDone):
         return _turn_chunks(event.turn)
-    if isinstance(event, E.AnswerChecked):
+    if isinstance(event, E.AnswerChecked) and (event.check.claims or event.check.note):
         check = event.check
         return [ClaimsChunk([c.to_dict() for c in check.claims],
                             [c.text for c in check.untraced], marks_plain(check), check.note,
