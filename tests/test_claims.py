@@ -155,3 +155,44 @@ def test_all_traced_is_one_quiet_line_and_nothing_is_nothing():
 def test_a_check_survives_the_log():
     check = check_of(("41.3", 2), ("23%", None))
     assert Check.from_dict(check.to_dict()) == check
+
+
+def test_many_untraced_numbers_share_one_line():
+    answer = " ".join(f"{i}.25" for i in range(1, 41))
+    check = trace(answer, "", [Source(1, 1, "nothing")], [], turn=1)
+    [line] = marks_plain(check).splitlines()
+    assert line.startswith("40 numbers: 1.25, 2.25, 3.25,")
+    assert line.endswith("30.25 and 10 more — not in any output")
+    assert marks_markdown(check).count("oi-claim-missing") == 1
+
+
+def test_the_users_numbers_in_the_code_are_still_the_users():
+    """'Compute 2 + 3': the answer '2 + 3 = 5' claims only 5 (2 and 3 are the user's, even
+    though the code holds them too)."""
+    check = trace("2 + 3 = 5.", "Compute 2 + 3 and print the result.",
+                  [Source(1, 1, "5"), Source(1, 1, "print(2 + 3)", "code")], [], turn=1)
+    assert [(c.text, c.found and c.found.where) for c in check.claims] == [("5", "output")]
+    assert check.quoted == 2
+
+
+def test_verify_checks_only_numbers_traced_to_outputs():
+    import nbformat
+
+    from oi_kernel.record.claims_cells import claim_problems
+
+    code = nbformat.v4.new_code_cell("print(41.27)", id="c1")
+    answer = nbformat.v4.new_markdown_cell("The mean is 41.27; top 5.", id="a1")
+    found = {"turn": 1, "step": 1, "how": "exact"}
+    answer.metadata["oi_kernel"] = {"answer_check": {"turn": 1, "claims": [
+        {"text": "41.27", "found": {**found, "printed": "41.27", "where": "output"},
+         "cell": "c1"},
+        {"text": "5", "found": {**found, "printed": "5", "where": "code"}, "cell": "c1"},
+        {"text": "9%", "found": None}]}}
+    nb = nbformat.v4.new_notebook(cells=[code, answer])
+    same = [{"output_type": "stream", "name": "stdout", "text": "41.27\n"}]
+    changed = [{"output_type": "stream", "name": "stdout", "text": "42.27\n"}]
+    assert claim_problems(nb, {0: same}) == []
+    assert claim_problems(nb, {0: changed}) == [
+        "the answer's 41.27 was traced to 41.27 in cell c1, which no longer prints it "
+        "(now: '42.27')"]
+    assert claim_problems(nb, {0: "timed out"}) == []  # the cell's own check says so

@@ -140,3 +140,15 @@ def test_the_log_records_claims_export_links_them_and_verify_catches_a_change(oi
     assert not report.ok
     assert any("41.27" in p and "no longer prints it" in p for p in report.claims), report.claims
     assert "claim: the answer's 41.27 was traced to 41.27" in report.format()
+
+
+def test_an_output_too_large_to_keep_is_traced_from_what_was_kept(oi, _server):
+    _server.enqueue(S.tool_call("print('\\n'.join(str(i * 7) for i in range(350_000)))"),
+                    S.text("It printed 14 first, 1,225,000 in the middle and 2,449,993 last."))
+    result = oi.execute("print multiples of seven")
+    plain = marks(result)[0]["data"]["text/plain"]
+    lines = plain.splitlines()
+    assert lines[0] == "1,225,000 — not in any output"  # printed, but in the part cut away
+    assert lines[1] == "traced: 14 ← step 1 · 2,449,993 ← step 1"
+    assert lines[2].startswith("(traced from what the session kept: the output of step 1 "
+                               "was too large and was cut")

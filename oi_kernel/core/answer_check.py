@@ -102,13 +102,26 @@ def _detail(claim: Claim, turn: int) -> str:
     return f"{where(claim, turn)} {how} {f.printed}"
 
 
+MANY = 8  # more untraced numbers than this share one line
+
+
+def _untraced_texts(untraced: list[Claim]) -> list[str]:
+    """One entry per untraced number, or one for all when there are many (an answer with
+    hundreds of numbers stays readable)."""
+    if len(untraced) <= MANY:
+        return [c.text for c in untraced]
+    shown = ", ".join(c.text for c in untraced[:30])
+    more = f" and {len(untraced) - 30} more" if len(untraced) > 30 else ""
+    return [f"{len(untraced)} numbers: {shown}{more}"]
+
+
 def marks_plain(check: Check) -> str:
     """The compact list for text frontends ("" when there is nothing to say)."""
     if not check.claims and not check.note:
         return ""
     untraced = check.untraced
     traced = [c for c in check.claims if c.found is not None]
-    lines = [f"{c.text} — {NOT_FOUND}" for c in untraced]
+    lines = [f"{text} — {NOT_FOUND}" for text in _untraced_texts(untraced)]
     if traced:
         listed = " · ".join(f"{c.text} ← {where(c, check.turn)}" for c in traced[:12])
         more = f" · +{len(traced) - 12} more" if len(traced) > 12 else ""
@@ -124,9 +137,8 @@ def marks_markdown(check: Check) -> str:
     naming their step, the printed value on hover."""
     if not check.claims and not check.note:
         return ""
-    parts: list[str] = []
-    for c in check.untraced:
-        parts.append(f'<b class="oi-claim-missing">{html.escape(c.text)} — {NOT_FOUND}</b>')
+    parts = [f'<b class="oi-claim-missing">{html.escape(text)} — {NOT_FOUND}</b>'
+             for text in _untraced_texts(check.untraced)]
     traced = []
     for c in check.claims:
         if c.found is None:

@@ -146,28 +146,37 @@ def trace(answer: str, instruction: str, current: list[Source], earlier: list[So
             note = f"stopped tracing after {i} of {len(written)} numbers: {why}; " \
                    f"{rest} not traced"
             break
-        found = _find(w, levels, code)
+        found = _find(w, levels)
         if found is None and (w.year_like or any(v in quoted for v in w.values)):
-            dropped += 1
+            dropped += 1  # the user's own number (or a year) that no output printed
             continue
+        found = found or _in_code(w, code)
         claims.append(Claim(w.text, w.kind, w.start, w.end, found))
     if not note and any(c.found is None for c in claims):
         note = _cut_note([*current, *earlier])
     return Check(turn, claims, note, dropped)
 
 
-def _find(w: Written, levels: list[_Index], code: _Index) -> Found | None:
+def _find(w: Written, levels: list[_Index]) -> Found | None:
+    """Where ``w`` was printed: this instruction's steps first, then earlier ones."""
     negative = any(v < 0 for v in w.values)
     for level, index in enumerate(levels):
         hit = _in(index, w, negative)
         if hit is not None and (level == 0 or _close_enough(w, hit)):
             return hit
-    if w.kind in ("integer", "decimal", "separated") and w.factors == (1.0,):
-        for v in w.values:
-            found = code.best(abs(v), 0.0, negative, exact=True)
-            if found is not None:
-                value, printed, source = found
-                return Found(source.turn, source.step, printed, "exact", "code")
+    return None
+
+
+def _in_code(w: Written, code: _Index) -> Found | None:
+    """A plain number written in the code that ran (``head(5)``), exactly."""
+    if w.kind not in ("integer", "decimal", "separated") or w.factors != (1.0,):
+        return None
+    negative = any(v < 0 for v in w.values)
+    for v in w.values:
+        found = code.best(abs(v), 0.0, negative, exact=True)
+        if found is not None:
+            _, printed, source = found
+            return Found(source.turn, source.step, printed, "exact", "code")
     return None
 
 

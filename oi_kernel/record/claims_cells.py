@@ -76,8 +76,8 @@ def claim_problems(nb: Any, fresh: dict[int, Any]) -> list[str]:
             continue
         for claim in check.get("claims") or []:
             found, cell_id = claim.get("found"), claim.get("cell")
-            if not found or cell_id not in index_of:
-                continue
+            if not found or found.get("where", "output") != "output" or cell_id not in index_of:
+                continue  # (a number from a change summary or the code is not an output)
             new = fresh.get(index_of[cell_id])
             if not isinstance(new, list):
                 continue  # not run, or the run failed: the cell's own check says so
