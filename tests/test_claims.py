@@ -196,3 +196,18 @@ def test_verify_checks_only_numbers_traced_to_outputs():
         "the answer's 41.27 was traced to 41.27 in cell c1, which no longer prints it "
         "(now: '42.27')"]
     assert claim_problems(nb, {0: "timed out"}) == []  # the cell's own check says so
+
+
+def test_what_is_searched_is_bounded_and_said(monkeypatch):
+    from oi_kernel.core import claims
+
+    big = "\n".join(str(i * 7) for i in range(100_000))  # ~590,000 characters
+    check = trace("First 0, last 699993, middle 350000.", "", [Source(1, 1, big)], [], turn=1)
+    assert [(c.text, c.found is not None) for c in check.claims] == [
+        ("0", True), ("699993", True), ("350000", False)]
+    assert "the output of step 1 was too large and was cut" in check.note
+    monkeypatch.setattr(claims, "MAX_TOTAL_CHARS", 1000)
+    earlier = [Source(1, 1, "5 " * 400), Source(1, 2, "9 " * 400)]
+    check = trace("It is 9.", "", [], earlier, turn=2)
+    assert check.claims[0].found is None
+    assert "1 earlier output not searched (more than 1,000 characters of outputs)" in check.note

@@ -26,7 +26,9 @@ from typing import Any
 from oi_kernel.core.numbers import Written, numbers_in, output_numbers, prose_numbers
 
 MAX_CLAIMS = 400  # numbers traced per answer; more are named as not traced, and why
-TIME_LIMIT_S = 0.25  # tracing stops here (a 2,000-word session takes ~1-3 ms)
+TIME_LIMIT_S = 0.25  # matching stops here (a 2,000-word session takes ~1 ms)
+MAX_SOURCE_CHARS = 100_000  # of one output, its head and tail are searched
+MAX_TOTAL_CHARS = 400_000  # of all outputs (this instruction's first, then the latest)
 CUT_MARK = "characters cut ...]"  # how output_text / outputs mark a cut (head … tail)
 CUT_MARK_LINES = "lines) cut ...]"
 _EPS = 1e-12
@@ -127,15 +129,17 @@ def trace(answer: str, instruction: str, current: list[Source], earlier: list[So
           *, turn: int = 0, limit: int = MAX_CLAIMS, time_limit_s: float = TIME_LIMIT_S
           ) -> Check:
     """Trace each number of ``answer`` (see the module's docstring). ``current``: the
-    sources of the instruction's own steps; ``earlier``: those of the session before it."""
-    started = time.perf_counter()
+    sources of the instruction's own steps; ``earlier``: those of the session before it,
+    latest first. What is searched is bounded (``_bounded``), so is the time spent."""
     written = prose_numbers(answer)
     quoted = numbers_in(instruction) if instruction else set()
+    current, earlier, unsearched = _bounded(current, earlier)
     levels = [
         _Index(s for s in current if s.where != "code"),
         _Index(s for s in earlier if s.where != "code"),
     ]
     code = _Index(s for s in [*current, *earlier] if s.where == "code")
+    started = time.perf_counter()
     claims: list[Claim] = []
     dropped, note = 0, ""
     for i, w in enumerate(written):
@@ -153,8 +157,31 @@ def trace(answer: str, instruction: str, current: list[Source], earlier: list[So
         found = found or _in_code(w, code)
         claims.append(Claim(w.text, w.kind, w.start, w.end, found))
     if not note and any(c.found is None for c in claims):
-        note = _cut_note([*current, *earlier])
+        note = "; ".join(n for n in (_cut_note([*current, *earlier]), unsearched) if n)
     return Check(turn, claims, note, dropped)
+
+
+def _bounded(current: list[Source], earlier: list[Source]
+             ) -> tuple[list[Source], list[Source], str]:
+    """The sources cut to what is searched: of each, its first and last
+    ``MAX_SOURCE_CHARS`` / 2 characters (marked cut); in all, ``MAX_TOTAL_CHARS``, this
+    instruction's first, then the latest earlier ones. Returns them and what was left out."""
+    budget, skipped = MAX_TOTAL_CHARS, 0
+    kept: tuple[list[Source], list[Source]] = ([], [])
+    for bucket, sources in zip(kept, (current, earlier), strict=True):
+        for s in sources:
+            text = s.text
+            if len(text) > MAX_SOURCE_CHARS:
+                half = MAX_SOURCE_CHARS // 2
+                text = f"{text[:half]}\n[... {len(text) - 2 * half:,} {CUT_MARK}\n{text[-half:]}"
+            if len(text) > budget:
+                skipped += 1
+                continue
+            budget -= len(text)
+            bucket.append(s if text is s.text else Source(s.turn, s.step, text, s.where, True))
+    left = (f"{skipped} earlier output{'s' if skipped != 1 else ''} not searched (more than "
+            f"{MAX_TOTAL_CHARS:,} characters of outputs)") if skipped else ""
+    return kept[0], kept[1], left
 
 
 def _find(w: Written, levels: list[_Index]) -> Found | None:
