@@ -211,3 +211,28 @@ def test_what_is_searched_is_bounded_and_said(monkeypatch):
     check = trace("It is 9.", "", [], earlier, turn=2)
     assert check.claims[0].found is None
     assert "1 earlier output not searched (more than 1,000 characters of outputs)" in check.note
+
+
+def test_a_failing_check_keeps_the_answer(monkeypatch):
+    import asyncio
+
+    from oi_kernel.core import answer_check
+    from oi_kernel.core import events as E
+    from oi_kernel.core.types import Turn
+
+    def broken(*args):
+        raise ValueError("bad table")
+
+    monkeypatch.setattr(answer_check, "check_answer", broken)
+    seen: list = []
+
+    async def never(message: str) -> str:
+        raise AssertionError("not asked")
+
+    turn = Turn(1, "go")
+    text = asyncio.run(answer_check.settle_answer("ask-model", [turn], turn, "It is 5.",
+                                                  seen.append, never))
+    assert text == "It is 5."
+    [notice] = seen
+    assert isinstance(notice, E.Notice) and notice.level == "warning"
+    assert "could not be checked (ValueError: bad table)" in notice.text

@@ -168,7 +168,12 @@ async def settle_answer(mode: str, turns: list[Turn], turn: Turn, text: str, emi
     answer the user is left with."""
     if mode == "off" or not text.strip():
         return text
-    check = check_answer(text, turns, turn)
+    try:
+        check = check_answer(text, turns, turn)
+    except Exception as exc:  # a failing check never costs the user the answer
+        emit(Notice(f"The answer's numbers could not be checked ({type(exc).__name__}: "
+                    f"{exc}); the answer stands as written.", "warning"))
+        return text
     asked = False
     if mode == "ask-model" and check.untraced:
         listed = ", ".join(c.text for c in check.untraced)
