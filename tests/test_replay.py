@@ -113,10 +113,14 @@ def test_tampered_reply_is_reported(recorded, capsys):
     assert "proposed other code" in first.detail and "code differs" in first.detail
     assert "recorded '12', now '13'" in first.detail
     assert all(c.status in ("same", "skipped") for c in report.checks[1:])  # the rest still holds
+    # the answer "The sum is 12." no longer traces: the replayed step printed 13
+    assert [(a.turn, a.status, a.detail) for a in report.answers] == [
+        (1, "different", "the answer's 12 no longer appear(s) in any output"), (2, "same", "")]
 
     assert cli.main(["replay", str(log)]) == 1
     printed = capsys.readouterr().out
     assert ("1", "1", "different") in rows(printed)
+    assert "answer of instruction 1: different: the answer's 12 no longer appear(s)" in printed
     assert printed.strip().splitlines()[-1].startswith("FAILED")
 
 

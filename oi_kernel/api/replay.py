@@ -14,7 +14,9 @@ from oi_kernel.api.interpreter import Interpreter
 from oi_kernel.core.types import CodeBlock, Decision, StepRecord
 from oi_kernel.errors import OIError, PolicyError
 from oi_kernel.llm.recorded import RecordedLLM
+from oi_kernel.record.claims_cells import answer_replayed
 from oi_kernel.record.records import (
+    AnswerCheckRecord,
     ConversationResetRecord,
     DirectRecord,
     Record,
@@ -112,9 +114,13 @@ def _replay(
             if it.engine.has_trait(cap):
                 with contextlib.suppress(PolicyError):  # an administrator's cap stays
                     setattr(it.engine, cap, 0)
+        answers = {r.turn: r for r in records if isinstance(r, AnswerCheckRecord)}
         for action in session.timeline:
             if isinstance(action, RecordedTurn):
                 report.checks += _replay_turn(it, action, llm, approver, root_list)
+                if (row := answer_replayed(answers.get(action.index), it.turns[-1]
+                                           if it.turns else None)) is not None:
+                    report.answers.append(StepCheck(action.index, "answer", *row))
             elif isinstance(action, DirectRecord):
                 report.checks.append(_replay_direct(it, action, root_list))
             elif isinstance(action, ConversationResetRecord):

@@ -97,3 +97,20 @@ def _still_there(printed: str, text: str) -> bool:
     except ValueError:
         return printed in text
     return any(abs(v - value) <= 1e-12 * max(1.0, abs(value)) for v, _ in output_numbers(text))
+
+
+def answer_replayed(recorded: Any, turn: Any) -> tuple[str, str] | None:
+    """Replay: the recorded answer's traced numbers (an ``AnswerCheckRecord``) against the
+    replayed turn's check (traced to the new outputs). ("same", "") when each number traced
+    then traces now, else ("different", the numbers that no longer do); None when the
+    recording has no check."""
+    if recorded is None:
+        return None
+    was = {c.get("text") for c in recorded.claims if isinstance(c, dict) and c.get("found")}
+    check = getattr(turn, "answer_check", None) or {}
+    now = {c.get("text") for c in check.get("claims") or [] if c.get("found")}
+    lost = sorted(was - now)
+    if not lost:
+        return "same", f"the answer's {len(was)} traced number(s) still trace" if was else ""
+    return "different", ("the answer's " + ", ".join(lost)
+                         + " no longer appear(s) in any output")

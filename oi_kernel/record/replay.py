@@ -246,10 +246,12 @@ class ReplayReport:
     checks: list[StepCheck] = field(default_factory=list)
     log: str = ""
     workdir: str = ""
+    # each recorded answer's traced numbers, traced again to the replayed outputs
+    answers: list[StepCheck] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(c.status in ("same", "skipped") for c in self.checks)
+        return all(c.status in ("same", "skipped") for c in [*self.checks, *self.answers])
 
     def format(self) -> str:
         """A table of the steps and a one-line verdict, for a terminal."""
@@ -258,6 +260,8 @@ class ReplayReport:
             turn = "-" if c.turn is None else str(c.turn)
             step = "-" if c.step is None else str(c.step)
             lines.append(f"{turn:>4}  {step:>6}  {c.status:<9}  {c.detail}".rstrip())
+        lines += [f"answer of instruction {c.turn}: {c.status}: {c.detail}".rstrip(": ")
+                  for c in self.answers if c.status != "same"]
         ran = [c for c in self.checks if c.status != "skipped"]
         same = sum(c.status == "same" for c in ran)
         verdict = "OK" if self.ok else "FAILED"
