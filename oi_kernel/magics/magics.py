@@ -76,13 +76,13 @@ class OIMagics(Magics):
         help="How %%oi asks before running code: 'widget' (the approval card), 'stdin' (a "
         "y/N prompt), or 'auto': the card in a Jupyter kernel, the prompt in terminal "
         "IPython. Env: OI_APPROVAL_UI.",
-    )
+    ).tag(env="OI_APPROVAL_UI")
 
     @default("approval_ui")
     def _approval_ui_default(self) -> str:
         help_text = self.traits()["approval_ui"].help
-        return config.env_choice("OI_APPROVAL_UI", ["auto", "widget", "stdin"], "auto",
-                                 help=help_text)
+        return config.env_choice(self.trait_metadata("approval_ui", "env"),
+                                 ["auto", "widget", "stdin"], "auto", help=help_text)
 
     display = Enum(
         list(DISPLAY_MODES),
@@ -91,12 +91,13 @@ class OIMagics(Magics):
         "(printed as a stream, for clients that do not update displays: jupyter console, "
         "nbclient, papermill), or 'auto': live when the approval card is used, else text. "
         "`%oi display` changes it for the session. Env: OI_DISPLAY.",
-    )
+    ).tag(env="OI_DISPLAY")
 
     @default("display")
     def _display_default(self) -> str:
         help_text = self.traits()["display"].help
-        return config.env_choice("OI_DISPLAY", DISPLAY_MODES, "auto", help=help_text)
+        return config.env_choice(self.trait_metadata("display", "env"), DISPLAY_MODES, "auto",
+                                 help=help_text)
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
