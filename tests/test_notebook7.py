@@ -2,7 +2,7 @@
 Interpreter kernel with the scripted LLM server: type an instruction, see the approval
 card, click Run, see the output; the lab extension's export button works there too.
 
-Notebook 7 has no status bar, so the extension's status item has nowhere to go (the README
+Notebook 7 has no status bar, so the extension's status item has nowhere to go (docs/index.md
 says so); its toolbar export button, commands and keyboard approval do work. Screenshots
 are left in test-artifacts/.
 """
