@@ -36,11 +36,12 @@ html_title = f"oi-kernel {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "header_links_before_dropdown": 5,
-    "show_toc_level": 2,
+    "show_toc_level": 1,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": [],
 }
 html_sidebars = {"**": ["sidebar-nav-bs"]}
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["oi.css"]
 html_last_updated_fmt = None
