@@ -66,6 +66,8 @@ def test_err_reference_is_replaced_and_no_context_leaves_the_cells_out(ip, _serv
     assert "IndexError: list index out of range" in sent
     assert "in rows = []\nrows[3]; then x = 41" in sent
     assert "recent cells" not in sent  # --no-context: only what the user referred to
+    shown = ip.execute("%oi help").text  # where a user finds both
+    assert "--no-context" in shown and "{Err[3]}" in shown
 
 
 def test_reference_to_a_cell_that_does_not_exist_says_so_and_sends_nothing(ip, _server):
