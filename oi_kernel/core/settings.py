@@ -193,6 +193,21 @@ class EngineSettings(LoggingConfigurable):
         return config.env_int(self.trait_metadata("context_budget", "env"), 0, minimum=0,
                               help=self.traits()["context_budget"].help)
 
+    notebook_context_cells = Integer(
+        3,
+        config=True,
+        help="%%oi in an ordinary notebook: how many of the cells run before the instruction "
+        "the model is shown (their source, a compact form of their output value, and the "
+        "error of the cell just before when it failed; secrets masked, within the context "
+        "budget). `%%oi --no-context` leaves them out for one cell; 0: never. "
+        "Env: OI_NOTEBOOK_CONTEXT_CELLS.",
+    )
+
+    @default("notebook_context_cells")
+    def _notebook_context_cells_default(self) -> int:
+        help_text = self.traits()["notebook_context_cells"].help
+        return config.env_int("OI_NOTEBOOK_CONTEXT_CELLS", 3, minimum=0, help=help_text)
+
     reply_reserve = Integer(
         4096, config=True, help="Tokens kept free for the reply when the budget is automatic."
     )

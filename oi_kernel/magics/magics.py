@@ -39,6 +39,7 @@ from oi_kernel.core import four_eyes
 from oi_kernel.core.turn_context import with_context
 from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
+from oi_kernel.magics import notebook_context
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
@@ -116,6 +117,9 @@ class OIMagics(Magics):
         self.transformer = _cell_transformer(shell)
         self._running = False
         self.comms = self._frontend_comms()
+        self.cell_errors = notebook_context.CellErrors(shell)
+        self.notebook = notebook_context.NotebookContext(shell, self.cell_errors,
+                                                         self.engine.secrets.redact)
 
     def _frontend_comms(self) -> Any:
         """The JupyterLab extension's ``oi_kernel`` comm (status, export, inserted cells)."""
@@ -161,6 +165,7 @@ class OIMagics(Magics):
     def close(self) -> None:
         """Forget the session (the extension is being unloaded)."""
         self.guard.uninstall()
+        self.cell_errors.uninstall()
         if self.comms is not None:
             self.comms.close()
             self.comms = None
@@ -173,6 +178,9 @@ class OIMagics(Magics):
               help="run the code without asking (this cell; not under four-eyes approval)")
     @argument("-m", "--model", help="the litellm model name for this cell")
     @argument("--max-steps", type=int, help="most LLM calls for this instruction")
+    @argument("--no-context", action="store_true",
+              help="do not show the model the notebook's recent cells (c.Engine."
+              "notebook_context_cells); {In[n]}, {Out[n]}, {Err[n]} are still replaced")
     @cell_magic("oi")
     def oi_cell(self, line: str, cell: str) -> None:
         """Give the model an instruction; it writes code, you approve it, it runs here.
@@ -198,11 +206,18 @@ class OIMagics(Magics):
             _ = self.oi.log
         except OIError as exc:  # e.g. the log directory is not writable
             raise UsageError(str(exc)) from None
+        try:
+            instruction, context = notebook_context.prepare(
+                self.notebook, instruction, use=not args.no_context,
+                cells=self.engine.notebook_context_cells, budget_tokens=self.engine.context_budget)
+        except notebook_context.MissingCellError as exc:
+            raise UsageError(str(exc)) from None
         self._running = True
         self.frontend = frontend = self._new_frontend()
         try:
             with self._cell_options(args):
-                task = asyncio.ensure_future(self.engine.run_turn(instruction, self._view(frontend)))
+                task = asyncio.ensure_future(
+                    self.engine.run_turn(instruction, self._view(frontend), context=context))
                 with self.guard.watching(task):
                     await _finish(task)
         finally:
@@ -369,6 +384,7 @@ def load(shell: Any) -> None:
     shell.register_magics(magics)
     shell.input_transformers_cleanup.insert(0, magics.transformer)
     shell.configurables.extend([magics.engine, magics.engine.llm])  # for %config Engine...
+    magics.cell_errors.install()  # each failing cell's error, for the notebook context
     _active = magics
     magics.oi.warm_up()  # import litellm in the background: the first %%oi does not wait
 
