@@ -201,12 +201,13 @@ class EngineSettings(LoggingConfigurable):
         "error of the cell just before when it failed; secrets masked, within the context "
         "budget). `%%oi --no-context` leaves them out for one cell; 0: never. "
         "Env: OI_NOTEBOOK_CONTEXT_CELLS.",
-    )
+    ).tag(env="OI_NOTEBOOK_CONTEXT_CELLS")
 
     @default("notebook_context_cells")
     def _notebook_context_cells_default(self) -> int:
         help_text = self.traits()["notebook_context_cells"].help
-        return config.env_int("OI_NOTEBOOK_CONTEXT_CELLS", 3, minimum=0, help=help_text)
+        return config.env_int(self.trait_metadata("notebook_context_cells", "env"), 3,
+                              minimum=0, help=help_text)
 
     reply_reserve = Integer(
         4096, config=True, help="Tokens kept free for the reply when the budget is automatic."
