@@ -39,7 +39,7 @@ from oi_kernel.core import four_eyes
 from oi_kernel.core.turn_context import with_context
 from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
-from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
+from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
 from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display
@@ -57,9 +57,11 @@ _MAGIC_MESSAGES = {
         "the IPython config. Model names are litellm's: https://docs.litellm.ai/docs/providers"
     ),
     ApprovalUnavailableError: (
-        "This code was not run: it needs your approval, and this frontend offers no stdin\n"
-        "prompt. Run the cell as `%%oi -y` to let the model run code without asking, or set\n"
-        "OI_APPROVAL_UI=widget (the approval card) or OI_AUTO_RUN=1 before starting Jupyter."
+        "This code was not run: it needs your approval, and nobody can give it here: this\n"
+        "client shows no approval card and offers no stdin prompt (nbclient, papermill and\n"
+        "`jupyter nbconvert --execute` run notebooks unattended). To let the model run code\n"
+        "without asking: `%oi auto_run on` in a cell before this one, `%%oi -y` on this cell,\n"
+        "or OI_AUTO_RUN=1 in the environment that starts the kernel."
     ),
 }
 _active: OIMagics | None = None  # the loaded extension (one IPython shell per process)
@@ -75,7 +77,9 @@ class OIMagics(Magics):
         config=True,
         help="How %%oi asks before running code: 'widget' (the approval card), 'stdin' (a "
         "y/N prompt), or 'auto': the card in a Jupyter kernel, the prompt in terminal "
-        "IPython. Env: OI_APPROVAL_UI.",
+        "IPython; a cell from a client that renders no widgets and offers no stdin "
+        "(nbclient, papermill) is refused at once, saying how to allow code. "
+        "Env: OI_APPROVAL_UI.",
     )
 
     @default("approval_ui")
@@ -115,6 +119,9 @@ class OIMagics(Magics):
         self.transformer = _cell_transformer(shell)
         self._running = False
         self.comms = self._frontend_comms()
+        kernel = getattr(shell, "kernel", None)
+        self.clients = (WidgetClients(kernel) if hasattr(kernel, "shell_handlers")
+                        and hasattr(kernel, "iopub_socket") else None)
 
     def _frontend_comms(self) -> Any:
         """The JupyterLab extension's ``oi_kernel`` comm (status, export, inserted cells)."""
@@ -140,9 +147,9 @@ class OIMagics(Magics):
 
     def _new_frontend(self) -> KernelFrontend | TerminalFrontend:
         kernel = getattr(self.shell, "kernel", None)
-        if kernel is None or not hasattr(kernel, "iopub_socket"):
+        if kernel is None or self.clients is None:
             return TerminalFrontend(self.guard)
-        return KernelFrontend(kernel, widgets=self.approval_ui != "stdin")
+        return KernelFrontend(kernel, self.approval_ui, self.clients)
 
     def _view(self, frontend: KernelFrontend | TerminalFrontend) -> Any:
         """Where a turn's events go in the current cell (carrying its request, whose output
@@ -160,6 +167,8 @@ class OIMagics(Magics):
     def close(self) -> None:
         """Forget the session (the extension is being unloaded)."""
         self.guard.uninstall()
+        if self.clients is not None:
+            self.clients.close()
         if self.comms is not None:
             self.comms.close()
             self.comms = None
