@@ -62,7 +62,7 @@ class OIKernel(DirectCells, Kernel):
     implementation_version = _version.__version__
     banner = (
         "Open Interpreter: write what you want done; the model writes code, you approve it, "
-        "it runs in a Python kernel. %help lists the magics."
+        "it runs in a Python kernel. %help lists the magics; exit (or Ctrl-D) leaves."
     )
     language_info = {
         "name": "markdown",
@@ -272,6 +272,8 @@ class OIKernel(DirectCells, Kernel):
         self._report_log_failure()
         if not code.strip():
             return ok
+        if cells.is_exit(code):  # as in IPython: a terminal leaves, nothing asks the model
+            return {**ok, "payload": [cells.EXIT_PAYLOAD]}
         if store_history:
             self._instructions.append((self.execution_count, code))
         try:  # before any await: the output of a cell started early comes after it
