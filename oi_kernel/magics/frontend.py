@@ -22,7 +22,6 @@ from oi_kernel.core.turn_context import TurnContext
 from oi_kernel.execution.shell import InterruptGuard
 from oi_kernel.session import stdin
 
-
 # A client that renders widgets opens one of these comms: JupyterLab's and Notebook 7's widget
 # manager open the control comm when they connect (and ask comm_info for the widget target).
 WIDGET_TARGETS = frozenset({"jupyter.widget.control", "jupyter.widget"})

@@ -51,10 +51,11 @@ _MAGIC_MESSAGES = {
     NotConfiguredError: (
         "No language model is configured.\n"
         "Set one with `%oi model NAME` (for example `%oi model gpt-4o-mini` or\n"
-        "`%oi model ollama/llama3.1`), or for one cell with `%%oi -m NAME`. Or before starting\n"
-        "Jupyter set OI_MODEL (and OI_API_KEY, or the provider's own variable such as\n"
-        "OPENAI_API_KEY; OI_API_BASE for a local OpenAI-compatible server), or c.LLM.model in\n"
-        "the IPython config. Model names are litellm's: https://docs.litellm.ai/docs/providers"
+        "`%oi model ollama_chat/qwen2.5-coder:1.5b`), or for one cell with `%%oi -m NAME`.\n"
+        "Or before starting Jupyter set OI_MODEL (and OI_API_KEY, or the provider's own\n"
+        "variable such as OPENAI_API_KEY; OI_API_BASE for a local OpenAI-compatible server),\n"
+        "or c.LLM.model in the IPython config.\n"
+        "Model names are litellm's: https://docs.litellm.ai/docs/providers"
     ),
     ApprovalUnavailableError: (
         "This code was not run: it needs your approval, and nobody can give it here: this\n"
