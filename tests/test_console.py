@@ -154,6 +154,20 @@ def test_a_cell_magic_waits_for_its_body(console):
     assert "looped 0\nlooped 1\n" in out, out
 
 
+def test_log_is_plain_text_in_the_console(console):
+    """``%log`` in a terminal: the path and the events as text, not raw Markdown fences."""
+    term, _ = console
+    start = len(term.screen())
+    prompt = re.findall(r"In \[(\d+)\]:", term.screen())[-1]
+    term.type("%log 3")
+    out = term.wait_for(rf"In \[{int(prompt) + 1}\]:", after=start)
+    assert "Session log: `" in out and ".jsonl`" in out, out
+    assert "Last events (seq, time, event, turn.step):" in out
+    assert "```" not in out, out
+    events = out.split("turn.step):\n", 1)[1].split("\n")[:3]
+    assert all(line.startswith("    ") for line in events), out  # indented, as code is
+
+
 @pytest.mark.parametrize("word", ["exit", "quit", "exit()", "quit()"])
 def test_exit_or_quit_leaves_without_asking_the_model(word, tmp_path):
     """As in IPython: the banner says how to leave; the word leaves; no LLM request is made."""

@@ -148,9 +148,12 @@ def add_headless_commands(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="inject NAME = VALUE (a Python literal, else text) as a first cell; repeatable",
+        help="inject NAME = VALUE (a Python literal, else text) in a cell after the one tagged "
+        "'parameters' (first when none); repeatable",
     )
-    p.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    p.add_argument("--timeout", type=int, default=600,
+                   help="seconds one cell may take in all (default 600); each step of an "
+                   "instruction is stopped after 300 s (OI_STEP_TIMEOUT)")
     p.add_argument("--kernel", default=None, help="kernelspec (default: the notebook's)")
     p.add_argument("--cwd", default=None, help="working directory (default: the notebook's)")
     p.add_argument("--allow-errors", action="store_true", help="go on after a failing cell")

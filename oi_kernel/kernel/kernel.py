@@ -36,7 +36,7 @@ from oi_kernel.session import last_error as _last_error  # noqa: F401 (registers
 from oi_kernel.session.assembly import build_session, kernel_kind
 from oi_kernel.session.frontend_comm import FrontendComms
 from oi_kernel.session.status import status_fields
-from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, markdown_bundle
+from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 
 def _skip_empty_flushes(*streams: Any) -> None:
@@ -325,7 +325,7 @@ class OIKernel(DirectCells, Kernel):
         return None
 
     def _say(self, text: str) -> None:
-        self.publish("display_data", {"data": markdown_bundle(text), "metadata": {}})
+        self.publish("display_data", {"data": say_bundle(text), "metadata": {}})
 
     def _event_sink(self) -> Any:
         """Where a turn's events go in the current cell, with the cell's context and who sent

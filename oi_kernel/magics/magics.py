@@ -42,7 +42,7 @@ from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
-from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display
+from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
 _LINE_RE = re.compile(r"%oi(?=\s|$)")
@@ -330,7 +330,7 @@ def _short(exc: BaseException, text: str) -> BaseException:
 def _say(markdown: str) -> None:
     from IPython.display import display
 
-    display({"text/markdown": markdown, "text/plain": markdown}, raw=True)
+    display(say_bundle(markdown), raw=True)  # plain text for a console, markdown for a notebook
 
 
 def _run_code_codes(shell: Any) -> set[Any]:
