@@ -31,7 +31,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from oi_kernel.record.verify import verify_notebook
 
     report = verify_notebook(
-        args.notebook, in_place=args.in_place, timeout=args.timeout, kernel_name=args.kernel
+        args.notebook, in_place=args.in_place, timeout=args.timeout, kernel_name=args.kernel,
+        inputs_dir=args.inputs,
     )
     print(report.format())
     return 0 if report.ok else 1
@@ -116,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     p.add_argument("--kernel", default=None, help="kernelspec to run it with")
+    p.add_argument("--inputs", metavar="DIR", default=None,
+                   help="where the files the session read are, when they are not beside the "
+                   "notebook (same relative paths)")
     p.set_defaults(func=cmd_verify)
     add_headless_commands(sub)
     add_replay_command(sub)
