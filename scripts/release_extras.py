@@ -47,20 +47,14 @@ def norm(name: str) -> str:
 
 
 def extras_of(dist: str) -> dict[str, set[str]]:
-    """extra -> the names it requires (``oi-kernel[a,b]`` as ``extra:a``, ``extra:b``)."""
+    """extra -> the distributions it requires (hatchling writes an extra that names others,
+    ``oi-kernel[a,b]``, as their requirements)."""
     found: dict[str, set[str]] = {}
     for req in metadata.requires(dist) or []:
         m = re.search(r"""extra\s*==\s*["']([^"']+)["']""", req)
-        if not m:
-            continue
-        spec = req.split(";")[0].strip()
-        name = re.match(r"[A-Za-z0-9_.-]+", spec)[0]
-        names = found.setdefault(m[1], set())
-        if norm(name) == "oi-kernel":
-            inner = re.search(r"\[([^\]]*)\]", spec)
-            names.update(f"extra:{e.strip()}" for e in (inner[1].split(",") if inner else []))
-        else:
-            names.add(norm(name))
+        if m:
+            name = re.match(r"[A-Za-z0-9_.-]+", req.split(";")[0].strip())[0]
+            found.setdefault(m[1], set()).add(norm(name))
     return found
 
 
@@ -111,7 +105,8 @@ def main() -> int:
     extras = extras_of("oi-kernel")
     for extra, dist in DOORS.items():
         assert dist in extras.get(extra, set()), f"the {extra!r} extra does not require {dist}"
-        assert f"extra:{extra}" in extras.get("all", set()), f"'all' does not hold {extra!r}"
+        missing = extras[extra] - extras.get("all", set())
+        assert not missing, f"'all' lacks what {extra!r} brings: {sorted(missing)}"
     print(f"extras: {', '.join(f'{e} -> {d}' for e, d in DOORS.items())}; all holds each")
     with tempfile.TemporaryDirectory() as tmp:
         results = [
