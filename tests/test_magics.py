@@ -289,7 +289,8 @@ def test_line_commands(ip, _server):
     _server.enqueue(S.tool_call("print('hist')"), S.text("done"))
     ip.execute("%%oi -y\nremember me")
     history = ip.execute("%oi history").text
-    assert ". remember me — done\n   - step 1 (python): auto, ok" in history
+    # plain text in a text frontend: the fenced listing indented by four spaces
+    assert ". remember me — done\n       - step 1 (python): auto, ok" in history
     assert "%oi export" in ip.execute("%oi help").text
     assert ip.execute("%oi model openai/changed").status == "ok"
     assert "openai/changed" in ip.execute("%oi model").text
