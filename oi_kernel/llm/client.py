@@ -55,7 +55,7 @@ class LLM(Configurable):
 
     model = Unicode(
         help="""The litellm model name, e.g. "gpt-4o-mini", "anthropic/claude-3-5-sonnet-latest"
-        or "ollama/llama3.1" (see https://docs.litellm.ai/docs/providers). When api_base is set
+        or "ollama_chat/llama3.1" (see https://docs.litellm.ai/docs/providers). When api_base is set
         and the name has no provider prefix litellm knows, "openai/" is prepended, so
         "llama3.1" with an api_base means an OpenAI-compatible server. Default: $OI_MODEL; without
         it, no api_base and no *_API_KEY variable, "local/smollm2" (the small embedded offline
@@ -477,7 +477,8 @@ class LLM(Configurable):
             return LLMError(
                 f"Model {self.model!r} is unknown here: {failure.detail}\n"
                 "Model names are litellm's (https://docs.litellm.ai/docs/providers), "
-                "e.g. gpt-4o-mini or ollama/llama3.1; change it with `%model NAME` or OI_MODEL.",
+                "e.g. gpt-4o-mini or ollama_chat/qwen2.5-coder:1.5b; change it with "
+                "`%model NAME` or OI_MODEL.",
                 partial,
             )
         status = f" (HTTP {failure.status})" if failure.status else ""

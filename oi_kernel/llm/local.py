@@ -42,8 +42,8 @@ DEFAULT_NOTICE = (
     "No model is configured, so this session uses the small embedded offline model "
     f"`{MODEL_NAME}` (SmolLM2-135M, runs on this machine; fine for simple tasks only). "
     "For real work configure a model: `%model gpt-4o-mini` (with OPENAI_API_KEY set) or "
-    "`%model ollama/llama3.1` here (`%oi model NAME` with the %%oi magic), or set OI_MODEL "
-    "(and OI_API_KEY / OI_API_BASE) before starting Jupyter."
+    "`%model ollama_chat/qwen2.5-coder:1.5b` here (`%oi model NAME` with the %%oi magic), "
+    "or set OI_MODEL (and OI_API_KEY / OI_API_BASE) before starting Jupyter."
 )
 
 

@@ -40,10 +40,10 @@ from oi_kernel.core.turn_context import with_context
 from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics import notebook_context
-from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
+from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
-from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display
+from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
 _LINE_RE = re.compile(r"%oi(?=\s|$)")
@@ -52,15 +52,18 @@ _MAGIC_MESSAGES = {
     NotConfiguredError: (
         "No language model is configured.\n"
         "Set one with `%oi model NAME` (for example `%oi model gpt-4o-mini` or\n"
-        "`%oi model ollama/llama3.1`), or for one cell with `%%oi -m NAME`. Or before starting\n"
-        "Jupyter set OI_MODEL (and OI_API_KEY, or the provider's own variable such as\n"
-        "OPENAI_API_KEY; OI_API_BASE for a local OpenAI-compatible server), or c.LLM.model in\n"
-        "the IPython config. Model names are litellm's: https://docs.litellm.ai/docs/providers"
+        "`%oi model ollama_chat/qwen2.5-coder:1.5b`), or for one cell with `%%oi -m NAME`.\n"
+        "Or before starting Jupyter set OI_MODEL (and OI_API_KEY, or the provider's own\n"
+        "variable such as OPENAI_API_KEY; OI_API_BASE for a local OpenAI-compatible server),\n"
+        "or c.LLM.model in the IPython config.\n"
+        "Model names are litellm's: https://docs.litellm.ai/docs/providers"
     ),
     ApprovalUnavailableError: (
-        "This code was not run: it needs your approval, and this frontend offers no stdin\n"
-        "prompt. Run the cell as `%%oi -y` to let the model run code without asking, or set\n"
-        "OI_APPROVAL_UI=widget (the approval card) or OI_AUTO_RUN=1 before starting Jupyter."
+        "This code was not run: it needs your approval, and nobody can give it here: this\n"
+        "client shows no approval card and offers no stdin prompt (nbclient, papermill and\n"
+        "`jupyter nbconvert --execute` run notebooks unattended). To let the model run code\n"
+        "without asking: `%oi auto_run on` in a cell before this one, `%%oi -y` on this cell,\n"
+        "or OI_AUTO_RUN=1 in the environment that starts the kernel."
     ),
 }
 _active: OIMagics | None = None  # the loaded extension (one IPython shell per process)
@@ -76,7 +79,9 @@ class OIMagics(Magics):
         config=True,
         help="How %%oi asks before running code: 'widget' (the approval card), 'stdin' (a "
         "y/N prompt), or 'auto': the card in a Jupyter kernel, the prompt in terminal "
-        "IPython. Env: OI_APPROVAL_UI.",
+        "IPython; a cell from a client that renders no widgets and offers no stdin "
+        "(nbclient, papermill) is refused at once, saying how to allow code. "
+        "Env: OI_APPROVAL_UI.",
     ).tag(env="OI_APPROVAL_UI")
 
     @default("approval_ui")
@@ -120,6 +125,9 @@ class OIMagics(Magics):
         self.cell_errors = notebook_context.CellErrors(shell)
         self.notebook = notebook_context.NotebookContext(shell, self.cell_errors,
                                                          self.engine.secrets.redact)
+        kernel = getattr(shell, "kernel", None)
+        self.clients = (WidgetClients(kernel) if hasattr(kernel, "shell_handlers")
+                        and hasattr(kernel, "iopub_socket") else None)
 
     def _frontend_comms(self) -> Any:
         """The JupyterLab extension's ``oi_kernel`` comm (status, export, inserted cells)."""
@@ -145,9 +153,9 @@ class OIMagics(Magics):
 
     def _new_frontend(self) -> KernelFrontend | TerminalFrontend:
         kernel = getattr(self.shell, "kernel", None)
-        if kernel is None or not hasattr(kernel, "iopub_socket"):
+        if kernel is None or self.clients is None:
             return TerminalFrontend(self.guard)
-        return KernelFrontend(kernel, widgets=self.approval_ui != "stdin")
+        return KernelFrontend(kernel, self.approval_ui, self.clients)
 
     def _view(self, frontend: KernelFrontend | TerminalFrontend) -> Any:
         """Where a turn's events go in the current cell (carrying its request, whose output
@@ -166,6 +174,8 @@ class OIMagics(Magics):
         """Forget the session (the extension is being unloaded)."""
         self.guard.uninstall()
         self.cell_errors.uninstall()
+        if self.clients is not None:
+            self.clients.close()
         if self.comms is not None:
             self.comms.close()
             self.comms = None
@@ -336,7 +346,7 @@ def _short(exc: BaseException, text: str) -> BaseException:
 def _say(markdown: str) -> None:
     from IPython.display import display
 
-    display({"text/markdown": markdown, "text/plain": markdown}, raw=True)
+    display(say_bundle(markdown), raw=True)  # plain text for a console, markdown for a notebook
 
 
 def _run_code_codes(shell: Any) -> set[Any]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from oi_kernel.core.types import code_hash
 from oi_kernel.errors import OIError
 from oi_kernel.languages import as_ipython_cell
+from oi_kernel.record.inputs import Inputs
 from oi_kernel.record.records import (
     ChildRestartRecord,
     DecisionRecord,
@@ -117,6 +118,8 @@ def build_notebook(
         "started": start.time or next((r.time for r in records if r.time), None),
         "exported_at": _utc_now(),
     }
+    if inputs := builder.inputs.as_list():
+        meta["inputs"] = inputs  # path, size, sha256, the step that read it first
     cells = builder.cells
     if title != "":
         cells.insert(0, _markdown(_title_text(title, meta)))
@@ -147,6 +150,7 @@ class _Builder:
         self.count = 0
         self.decisions: dict[tuple[int | None, int | None], DecisionRecord] = {}
         self.model = ""  # of the latest llm_request
+        self.inputs = Inputs()  # the workspace files the steps read (record.inputs)
 
     def add(self, r: Record) -> None:
         match r:
@@ -162,7 +166,9 @@ class _Builder:
                 decision = self.decisions.get((r.turn, r.step))
                 # a skipped or stopped step ran nothing, whatever the log says
                 if decision is None or decision.action not in ("skipped", "stopped"):
+                    cells = self.count
                     self._code(r, self._execution_meta(r, decision))
+                    self.inputs.add(r.changes, self.count if self.count > cells else None)
             case DirectRecord():
                 self._code(r, self._direct_meta(r))
             case ChildRestartRecord():
