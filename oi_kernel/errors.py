@@ -19,12 +19,14 @@ class NotConfiguredError(ConfigError):
     """No LLM is configured."""
 
     def __init__(self, detail: str = "", footer: str = "") -> None:
+        self.footer = footer  # e.g. why the embedded offline model is not used
         text = (
             "No language model is configured.\n"
             "Set one with the magic `%model NAME` (for example `%model gpt-4o-mini` or\n"
-            "`%model ollama/llama3.1`), or before starting Jupyter set OI_MODEL (and OI_API_KEY,\n"
-            "or the provider's own variable such as OPENAI_API_KEY; OI_API_BASE for a local\n"
-            "OpenAI-compatible server). Model names are litellm's: https://docs.litellm.ai/docs/providers"
+            "`%model ollama_chat/qwen2.5-coder:1.5b`), or before starting Jupyter set OI_MODEL\n"
+            "(and OI_API_KEY, or the provider's own variable such as OPENAI_API_KEY; OI_API_BASE\n"
+            "for a local OpenAI-compatible server).\n"
+            "Model names are litellm's: https://docs.litellm.ai/docs/providers"
         )
         if footer:
             text += "\n" + footer

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import queue
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +92,13 @@ class KernelSession:
         self.kc.stop_channels()
         if self.km.is_alive():
             self.km.shutdown_kernel(now=False)
+
+    def announce_widgets(self) -> None:
+        """Open the widget control comm, as the widget manager of JupyterLab or Notebook 7
+        does when it connects: this client renders widgets."""
+        self.kc.shell_channel.send(self.kc.session.msg(
+            "comm_open", {"comm_id": uuid.uuid4().hex, "target_name": "jupyter.widget.control",
+                          "data": {}}, metadata={"version": "1.0.0"}))
 
     def mcp_listing(self, command: str = "%mcp", timeout: float = 90) -> str:
         """``%mcp``'s listing once no server is still starting (an instruction waits at most

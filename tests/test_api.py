@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import os
 import subprocess
 import sys
 import threading
@@ -336,3 +337,35 @@ def _turn(final: str, calls: int) -> Turn:
 )
 def test_event_to_chunks(event, chunks):
     assert to_chunks(event) == chunks
+
+
+SCRIPT = """
+from oi_kernel import Interpreter
+with Interpreter({args}auto_run=True, log=False) as it:
+    for chunk in it.chat("how many primes are there below 10,000?"):
+        print(chunk)
+"""
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ("", "NotConfiguredError: No language model is configured for this Interpreter."),
+    ('model="gpt-4o-mini", ', "LLMAuthError: No API key was found for model 'gpt-4o-mini'"),
+])
+def test_a_script_without_a_model_or_key_gets_one_clear_error(args, error, tmp_path):
+    """The first call of a script with nothing configured: one error, raised at its chat()
+    call, saying how to point the Interpreter at a model (never the notebook's advice)."""
+    (tmp_path / "script.py").write_text(SCRIPT.format(args=args))
+    keep = ("PATH", "PYTHONPATH", "LANG")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    env.update(HOME=str(tmp_path), OI_DISABLE_LOCAL_MODEL="1", LITELLM_LOCAL_MODEL_COST_MAP="True",
+               JUPYTER_DATA_DIR=str(tmp_path / "data"))
+    done = subprocess.run([sys.executable, "script.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 1
+    err = done.stderr
+    assert error in err, err
+    assert err.count("Traceback") == 1 and "direct cause" not in err  # one error
+    assert 'script.py", line 4' in err  # where the script called chat()
+    assert "oi_kernel/core" not in err and "litellm" not in err.split(error)[0]
+    assert "Interpreter(api_key=" in err or 'Interpreter(model="gpt-4o-mini", api_key=' in err
+    assert "before starting Jupyter" not in err and "%model" not in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oi_kernel.kernel.cells import classify, is_complete
+from oi_kernel.kernel.cells import classify, is_complete, is_exit
 
 
 @pytest.mark.parametrize(
@@ -64,3 +64,12 @@ def test_is_complete(code: str, status: str, indent: str | None) -> None:
 )
 def test_classify(code: str, kind: str, text: str) -> None:
     assert classify(code) == (kind, text)
+
+
+@pytest.mark.parametrize(("code", "leaves"), [
+    ("exit", True), ("quit", True), ("exit()", True), ("quit()", True), ("  exit \n", True),
+    ("exit the loop when the total passes 100", False), ("Exit", False), ("exit(1)", False),
+    ("%exit", False), ("quit()\nprint(1)", False), ("", False),
+])
+def test_is_exit(code: str, leaves: bool) -> None:
+    assert is_exit(code) is leaves

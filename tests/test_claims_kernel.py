@@ -115,11 +115,13 @@ def test_ask_model_sends_the_answer_back_once(_server, tmp_path):
     assert plain == "numbers traced: 18.5 ← step 1 · 4.25 ← step 2"
 
 
-def test_the_log_records_claims_export_links_them_and_verify_catches_a_change(oi, _server):
-    data = oi.tmp / "data.json"
+def test_the_log_records_claims_export_links_them_and_verify_catches_a_change(oi, _server,
+                                                                              tmp_path):
+    data = tmp_path / "data.json"  # read from outside the workspace: verify can't pin it
     data.write_text(json.dumps([40.1, 42.44]))
     _server.enqueue(
-        S.tool_call("import json\nxs = json.load(open('data.json'))\nprint(round(sum(xs) / len(xs), 2))"),
+        S.tool_call(f"import json\nxs = json.load(open({str(data)!r}))\n"
+                    "print(round(sum(xs) / len(xs), 2))"),
         S.text("The mean is 41.27, up 5% on the target."))
     oi.execute("mean of data.json")
     log = sorted((oi.tmp / "logs").glob("*.jsonl"))[-1]

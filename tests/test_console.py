@@ -152,3 +152,45 @@ def test_a_cell_magic_waits_for_its_body(console):
     term.type("")
     out = term.wait_for(rf"In \[{int(prompt) + 1}\]:", after=start)
     assert "looped 0\nlooped 1\n" in out, out
+
+
+def test_log_is_plain_text_in_the_console(console):
+    """``%log`` in a terminal: the path and the events as text, not raw Markdown fences."""
+    term, _ = console
+    start = len(term.screen())
+    prompt = re.findall(r"In \[(\d+)\]:", term.screen())[-1]
+    term.type("%log 3")
+    out = term.wait_for(rf"In \[{int(prompt) + 1}\]:", after=start)
+    assert "Session log: `" in out and ".jsonl`" in out, out
+    assert "Last events (seq, time, event, turn.step):" in out
+    assert "```" not in out, out
+    events = out.split("turn.step):\n", 1)[1].split("\n")[:3]
+    assert all(line.startswith("    ") for line in events), out  # indented, as code is
+
+
+@pytest.mark.parametrize("word", ["exit", "quit", "exit()", "quit()"])
+def test_exit_or_quit_leaves_without_asking_the_model(word, tmp_path):
+    """As in IPython: the banner says how to leave; the word leaves; no LLM request is made."""
+    with S.ScriptedLLMServer() as server:
+        server.set_fallback(answer)
+        env = oi_env(server, tmp_path, OI_AUTO_RUN="0", OI_PROFILE="",
+                     JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+                     PATH=os.environ.get("PATH", ""), TERM="xterm-256color")
+        command = [sys.executable, "-m", "jupyter_console", "--kernel", "open-interpreter"]
+        term = Terminal(command, env, tmp_path)
+        try:
+            term.tmux("set-option", "-t", "oi", "remain-on-exit", "on")
+            banner = term.wait_for(r"In \[1\]:", timeout=120)
+            assert "exit (or Ctrl-D) leaves" in banner
+            term.type(word)
+            deadline = time.monotonic() + WAIT_S
+            while term.tmux("list-panes", "-t", "oi", "-F", "#{pane_dead}").strip() != "1":
+                assert time.monotonic() < deadline, term.screen()[-2000:]
+                time.sleep(0.1)
+            screen = term.screen()
+            assert "In [2]:" not in screen  # it left instead of running an instruction
+            # typed at once, while the child kernel may still be starting: a quiet exit
+            assert "Traceback" not in screen and "KeyboardInterrupt" not in screen, screen
+            assert server.requests == []
+        finally:
+            term.close()

@@ -49,4 +49,4 @@ def test_the_default_user(monkeypatch, env, expected):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert default_username() == (expected or getpass.getuser())
+    assert default_username("OI_CHILD_GATEWAY_USERNAME") == (expected or getpass.getuser())

@@ -10,7 +10,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "oi_kernel"
 MAX_LINES = 500
-# Modules allowed to be longer, each one cohesive table (see the README's layout section).
+# Modules allowed to be longer, each one cohesive table (see CONTRIBUTING.md's layout section).
 LONG_TABLES: dict[str, str] = {}
 # Lower layers never import higher ones (front doors are on top).
 LAYERS = [

@@ -28,10 +28,15 @@ def magic_env(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> dict[str,
     return oi_env(server, tmp, **{"OI_AUTO_RUN": "0", "OI_APPROVAL_UI": "auto", **extra})
 
 
-def start_kernel(server: S.ScriptedLLMServer, tmp: Path, **extra: str) -> KernelSession:
+def start_kernel(server: S.ScriptedLLMServer, tmp: Path, widgets: bool = True,
+                 **extra: str) -> KernelSession:
+    """A python3 kernel with ``%load_ext oi_kernel``; ``widgets``: this client then announces a
+    widget manager, as JupyterLab does (its cells show the card without stdin)."""
     ks = KernelSession(kernel_name="python3", env=magic_env(server, tmp, **extra), cwd=str(tmp))
     loaded = ks.execute("%load_ext oi_kernel")
     assert loaded.status == "ok", loaded.text
+    if widgets:
+        ks.announce_widgets()
     return ks
 
 
@@ -259,12 +264,12 @@ def test_conversation_continues_until_reset(ip, _server):
     _server.enqueue(S.text("first answer"), S.text("second answer"))
     ip.execute("%%oi\nfirst question")
     ip.execute("%%oi\nsecond question")
-    texts = [t.split("\n\n[Variables")[0] for t in user_texts(_server.requests[1])]
+    texts = [t.split("\n\n[")[0] for t in user_texts(_server.requests[1])]
     assert texts == ["first question", "second question"]
     assert ip.execute("%oi reset").status == "ok"
     _server.enqueue(S.text("fresh"))
     ip.execute("%%oi\nthird question")
-    assert [t.split("\n\n[Variables")[0] for t in user_texts(_server.requests[2])] == [
+    assert [t.split("\n\n[")[0] for t in user_texts(_server.requests[2])] == [
         "third question"
     ]
 
@@ -284,7 +289,8 @@ def test_line_commands(ip, _server):
     _server.enqueue(S.tool_call("print('hist')"), S.text("done"))
     ip.execute("%%oi -y\nremember me")
     history = ip.execute("%oi history").text
-    assert ". remember me — done\n   - step 1 (python): auto, ok" in history
+    # plain text in a text frontend: the fenced listing indented by four spaces
+    assert ". remember me — done\n       - step 1 (python): auto, ok" in history
     assert "%oi export" in ip.execute("%oi help").text
     assert ip.execute("%oi model openai/changed").status == "ok"
     assert "openai/changed" in ip.execute("%oi model").text
@@ -367,6 +373,28 @@ def test_stdin_approval_when_asked_for(_server, tmp_path):
         assert refused.reply["content"]["ename"] == "ApprovalUnavailableError"
         assert "%%oi -y" in refused.reply["content"]["evalue"]
         assert "needs-approval" not in refused.stdout
+
+
+def test_a_client_without_widgets_or_stdin_is_refused_at_once(_server, tmp_path):
+    """nbclient's way: no stdin and no widget manager. Refused on the first block, with how to
+    allow code; once this client announces a widget manager, the same cell shows the card."""
+    _server.reset()
+    with start_kernel(_server, tmp_path, widgets=False) as ks:
+        _server.enqueue(S.tool_call("print('needs-approval')"))
+        clicker = Clicker(ks, [])
+        refused = ks.execute("%%oi\nno one is watching", on_message=clicker, timeout=30)
+        assert refused.reply["content"]["ename"] == "ApprovalUnavailableError"
+        evalue = refused.reply["content"]["evalue"]
+        for fix in ("%oi auto_run on", "%%oi -y", "OI_AUTO_RUN=1"):
+            assert fix in evalue
+        assert "OI_APPROVAL_UI" not in evalue
+        assert clicker.cards == 0 and "needs-approval" not in refused.stdout
+        assert len(_server.requests) == 1
+        ks.announce_widgets()  # as JupyterLab's widget manager does when it connects
+        _server.enqueue(S.tool_call("print('clicked-run')"), S.text("done"))
+        shown = ks.execute("%%oi\nnow someone is", on_message=Clicker(ks, ["oi-run"]))
+        assert shown.status == "ok", shown.text
+        assert "clicked-run" in shown.stdout
 
 
 def test_config_and_unload(_server, tmp_path):

@@ -2,7 +2,7 @@
 Interpreter kernel with the scripted LLM server: type an instruction, see the approval
 card, click Run, see the output; the lab extension's export button works there too.
 
-Notebook 7 has no status bar, so the extension's status item has nowhere to go (the README
+Notebook 7 has no status bar, so the extension's status item has nowhere to go (docs/index.md
 says so); its toolbar export button, commands and keyboard approval do work. Screenshots
 are left in test-artifacts/.
 """
@@ -129,6 +129,31 @@ def test_instruction_card_run_output_and_export(page, server, llm):
     nb = nbformat.read(server.root / "nb7-export.ipynb", as_version=4)
     assert [c.source for c in nb.cells if c.cell_type == "code"] == [CODE]
     assert page.locator(".oi-StatusItem").count() == 0  # no status bar in Notebook 7
+
+
+def test_oi_magic_in_a_python3_notebook_shows_the_card(page, server, llm):
+    """``%%oi`` in an ordinary python3 notebook: Notebook 7's widget manager is there, so the
+    card shows (a batch run without one is refused at once: tests/test_magic_unattended.py)."""
+    sources = ["%load_ext oi_kernel", "%%oi\nmultiply six by seven"]
+    write_notebook(server.root / "magic7.ipynb", "python3", "Python 3", sources)
+    llm.enqueue(S.tool_call(CODE), S.text(FINAL))
+    open_notebook(page, server, "magic7.ipynb")
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    cells.first.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Shift+Enter")
+    cell = cells.nth(1)
+    card = cell.locator(".oi-card.oi-card-pending")
+    card.wait_for()
+    assert card.locator(".oi-code textarea").input_value() == CODE
+    stdout = cell.locator('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stdout"]')
+    assert stdout.filter(has_text="42").count() == 0
+    page.screenshot(path=str(_artifact("notebook7-magic-card.png")))
+    card.locator("button.oi-run").click()
+    stdout.filter(has_text="42").wait_for()
+    cell.get_by_text(FINAL).wait_for()
+    assert cell.locator(".oi-card-pending").count() == 0
+    assert "ApprovalUnavailableError" not in cell.locator(".jp-OutputArea").inner_text()
 
 
 def _artifact(name: str) -> Any:

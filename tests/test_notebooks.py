@@ -270,6 +270,17 @@ def test_quickstart_headless_command(bare_env, llm_server, tmp_path):
     assert (tmp_path / "qs" / "quickstart.ipynb").is_file()
     assert f"Executed notebook: {Path('qs') / 'quickstart-run.ipynb'}" in done.stdout
     assert (tmp_path / "qs" / "quickstart-run.ipynb").is_file()
+    # the kernel runs over private IPC sockets: none of jupyter_client's TCP warning
+    assert "TCP without encryption" not in done.stderr, done.stderr
+    assert "Parent appears to have exited" not in done.stderr  # it was shut down properly
+
+
+def test_run_help_says_where_parameters_go_and_the_limits(bare_env, tmp_path):
+    done = cli("run", "--help", env={}, cwd=tmp_path)
+    text = " ".join(done.stdout.split())
+    assert "after the one tagged 'parameters'" in text
+    assert "each step of an instruction is stopped after 300 s" in text and "(default 600)" in text
+    assert "as a first cell" not in text
 
 
 def test_quickstart_without_any_model_says_how_to_get_one(bare_env, tmp_path):

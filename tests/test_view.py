@@ -20,7 +20,7 @@ from oi_kernel.core import events as E
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision, Reply, StepRecord, Turn
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.safety.risk import review
-from oi_kernel.session.view import TurnView, live_display
+from oi_kernel.session.view import TurnView, live_display, plain_text
 
 
 def request(code: str, language: str = "python", step: int = 1, **kw: Any) -> ApprovalRequest:
@@ -244,3 +244,16 @@ def test_a_block_the_reply_does_not_contain_folds_nothing():
     ("auto", True, True), ("auto", False, False), ("live", False, True), ("text", True, False)])
 def test_live_display_choice(mode, widgets, live):
     assert live_display(mode, widgets) is live
+
+
+@pytest.mark.parametrize(("markdown", "plain"), [
+    ("Session log: `/l/a.jsonl`\n\nLast events:\n```\n1 09:00 turn_start 1\n2 09:01 llm\n```",
+     "Session log: `/l/a.jsonl`\n\nLast events:\n    1 09:00 turn_start 1\n    2 09:01 llm"),
+    ("````\nx = '```'\n````\nafter", "    x = '```'\nafter"),
+    ("```python\nif x:\n\n    y()\n```", "    if x:\n\n        y()"),
+    ("### Tools\n**on** and `x`", "Tools\n**on** and `x`"),
+    ("~~~\na\n```\nb\n~~~", "    a\n    ```\n    b"),
+    ("plain text", "plain text"),
+])
+def test_plain_text_of_a_commands_markdown(markdown, plain):
+    assert plain_text(markdown) == plain

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oi_kernel.api.advice import for_script
 from oi_kernel.api.chunks import (  # the chunk types are part of this module's API
     ApprovalChunk,  # noqa: F401
     Chunk,
@@ -226,7 +227,8 @@ class Interpreter:
         try:
             while (item := chunks.get()) is not _END:
                 yield item
-            job.future.result()
+            if (failure := job.future.exception()) is not None:
+                raise for_script(failure)
         finally:
             job.cancel_and_wait()
 
@@ -243,7 +245,10 @@ class Interpreter:
         try:
             while (item := await chunks.get()) is not _END:
                 yield item
-            await asyncio.wrap_future(job.future)
+            try:
+                await asyncio.wrap_future(job.future)
+            except Exception as exc:
+                raise for_script(exc) from None
         finally:
             if not job.future.done():
                 job.cancel()

@@ -31,7 +31,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from oi_kernel.record.verify import verify_notebook
 
     report = verify_notebook(
-        args.notebook, in_place=args.in_place, timeout=args.timeout, kernel_name=args.kernel
+        args.notebook, in_place=args.in_place, timeout=args.timeout, kernel_name=args.kernel,
+        inputs_dir=args.inputs,
     )
     print(report.format())
     return 0 if report.ok else 1
@@ -116,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     p.add_argument("--kernel", default=None, help="kernelspec to run it with")
+    p.add_argument("--inputs", metavar="DIR", default=None,
+                   help="where the files the session read are, when they are not beside the "
+                   "notebook (same relative paths)")
     p.set_defaults(func=cmd_verify)
     add_headless_commands(sub)
     add_replay_command(sub)
@@ -148,9 +152,12 @@ def add_headless_commands(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="inject NAME = VALUE (a Python literal, else text) as a first cell; repeatable",
+        help="inject NAME = VALUE (a Python literal, else text) in a cell after the one tagged "
+        "'parameters' (first when none); repeatable",
     )
-    p.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    p.add_argument("--timeout", type=int, default=600,
+                   help="seconds one cell may take in all (default 600); each step of an "
+                   "instruction is stopped after 300 s (OI_STEP_TIMEOUT)")
     p.add_argument("--kernel", default=None, help="kernelspec (default: the notebook's)")
     p.add_argument("--cwd", default=None, help="working directory (default: the notebook's)")
     p.add_argument("--allow-errors", action="store_true", help="go on after a failing cell")

@@ -2,7 +2,8 @@
 
 ``run_notebook`` executes a notebook of instructions with nbclient (code runs without
 asking by default, since nobody is there to approve it), optionally injecting
-papermill-style parameters as a first Python cell, and writes the executed notebook
+papermill-style parameters in a Python cell after the one tagged ``parameters`` (first
+when none), and writes the executed notebook
 plus the export of its session log (what really ran, as a reproducible python3
 notebook). The kernel is given a session id, which names its log.
 
@@ -27,7 +28,12 @@ from typing import Any
 
 from oi_kernel.cli.install import KERNEL_NAME, ensure_kernelspec
 from oi_kernel.errors import NotConfiguredError, OIError
-from oi_kernel.record.notebook_run import make_client, missing_kernel, read_notebook
+from oi_kernel.record.notebook_run import (
+    ipc_kernel_manager,
+    make_client,
+    missing_kernel,
+    read_notebook,
+)
 
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
@@ -218,9 +224,10 @@ def _execute(
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    client = make_client(nb, kernel, timeout, cwd, allow_errors=allow_errors)
     try:
-        client.execute(env=env)
+        with ipc_kernel_manager(kernel) as km:
+            make_client(nb, kernel, timeout, cwd, allow_errors=allow_errors, km=km).execute(
+                env=env, cleanup_kc=True)  # shut down after, as with nbclient's own manager
     except CellTimeoutError:
         return f"a cell did not finish within {timeout} s (raise it with --timeout)"
     except DeadKernelError as exc:

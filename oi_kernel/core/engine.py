@@ -235,8 +235,10 @@ class Engine(EngineSettings):
         if len(instruction) > self.max_instruction_chars:
             raise InstructionTooLongError(len(instruction), self.max_instruction_chars)
 
-    async def run_turn(self, instruction: str, emit: EventSink) -> Turn:
-        """Carry out one instruction; returns its record. Cancellation = interrupt."""
+    async def run_turn(self, instruction: str, emit: EventSink, context: str = "") -> Turn:
+        """Carry out one instruction; returns its record. Cancellation = interrupt.
+        ``context``: what the front door knows around the instruction (``%%oi``: the notebook's
+        recent cells), sent to the model with it but not part of the turn's instruction."""
         emit = self.tee(emit)
         self.llm.check_configured()
         for check in self.preflight:
@@ -246,7 +248,7 @@ class Engine(EngineSettings):
         emit(TurnStarted(len(self.turns) + 1, instruction,
                          conversation_index=len(self.conversation.turn_starts)))
         turn = self.turns[-1]
-        self.conversation.start_turn(instruction + note)
+        self.conversation.start_turn(instruction + context + note)
         reason, final_text = "", ""
         try:
             reason, final_text = await self._loop(turn, emit)

@@ -31,26 +31,29 @@ class EngineSettings(LoggingConfigurable):
         "block asks, and one with a high risk flag must be run by someone other than the "
         "person who sent the instruction), 'four-eyes-all' (every block needs that second "
         "person). Env: OI_APPROVAL; OI_AUTO_RUN=1 means 'never'.",
-    )
+    ).tag(env="OI_APPROVAL", env_also="OI_AUTO_RUN")
 
     @default("approval")
     def _approval_default(self) -> str:
         help_text = self.traits()["approval"].help
-        env = config.env_choice("OI_APPROVAL", ["always", "risky", "never", "four-eyes",
-                                                 "four-eyes-all"], "", help=help_text)
+        choices = ["always", "risky", "never", "four-eyes", "four-eyes-all"]
+        env = config.env_choice(self.trait_metadata("approval", "env"), choices, "",
+                                help=help_text)
         if env:
             return env
-        return "never" if config.env_flag("OI_AUTO_RUN", help=help_text) else "always"
+        auto_run = config.env_flag(self.trait_metadata("approval", "env_also"), help=help_text)
+        return "never" if auto_run else "always"
 
     max_steps = Integer(
         10,
         config=True,
         help="Most LLM calls for one instruction before the turn stops. Env: OI_MAX_STEPS.",
-    )
+    ).tag(env="OI_MAX_STEPS")
 
     @default("max_steps")
     def _max_steps_default(self) -> int:
-        return config.env_int("OI_MAX_STEPS", 10, minimum=1, help=self.traits()["max_steps"].help)
+        return config.env_int(self.trait_metadata("max_steps", "env"), 10, minimum=1,
+                              help=self.traits()["max_steps"].help)
 
     max_instruction_chars = Integer(
         100_000,
@@ -58,12 +61,13 @@ class EngineSettings(LoggingConfigurable):
         help="Longest instruction (characters) sent to the LLM; a longer one is refused with "
         "a message before any request (about 4 characters per token: 100,000 is ~25,000 "
         "tokens). Put large data in a file and name it instead. Env: OI_MAX_INSTRUCTION_CHARS.",
-    )
+    ).tag(env="OI_MAX_INSTRUCTION_CHARS")
 
     @default("max_instruction_chars")
     def _max_instruction_chars_default(self) -> int:
         help_text = self.traits()["max_instruction_chars"].help
-        return config.env_int("OI_MAX_INSTRUCTION_CHARS", 100_000, minimum=1, help=help_text)
+        name = self.trait_metadata("max_instruction_chars", "env")
+        return config.env_int(name, 100_000, minimum=1, help=help_text)
 
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""
@@ -95,12 +99,13 @@ class EngineSettings(LoggingConfigurable):
         help="Most LLM calls for one instruction with a small local model (local/...): its "
         "first try and the retries after an error or missing output (the lower of this and "
         "max_steps applies). Env: OI_SMALL_MODEL_MAX_STEPS.",
-    )
+    ).tag(env="OI_SMALL_MODEL_MAX_STEPS")
 
     @default("small_model_max_steps")
     def _small_model_max_steps_default(self) -> int:
         help_text = self.traits()["small_model_max_steps"].help
-        return config.env_int("OI_SMALL_MODEL_MAX_STEPS", 3, minimum=1, help=help_text)
+        return config.env_int(self.trait_metadata("small_model_max_steps", "env"), 3, minimum=1,
+                              help=help_text)
 
     small_model_examples = Integer(
         3,
@@ -127,12 +132,13 @@ class EngineSettings(LoggingConfigurable):
         "(self-consistency, see oi_kernel.core.consensus). Sampling stops as soon as the "
         "choice cannot change. Replaces the redraws. 0: propose the first draft. "
         "Env: OI_SMALL_MODEL_SAMPLES.",
-    )
+    ).tag(env="OI_SMALL_MODEL_SAMPLES")
 
     @default("small_model_samples")
     def _small_model_samples_default(self) -> int:
         help_text = self.traits()["small_model_samples"].help
-        return config.env_int("OI_SMALL_MODEL_SAMPLES", 12, minimum=0, help=help_text)
+        return config.env_int(self.trait_metadata("small_model_samples", "env"), 12, minimum=0,
+                              help=help_text)
 
     small_model_sample_seconds = Float(
         20.0,
@@ -147,43 +153,43 @@ class EngineSettings(LoggingConfigurable):
         help="Seconds one code block may run before it is interrupted (the child kernel is "
         "restarted if it does not stop within a few seconds) and the LLM is told it timed out; "
         "0: no limit. Env: OI_STEP_TIMEOUT.",
-    )
+    ).tag(env="OI_STEP_TIMEOUT")
     max_tokens_per_turn = Integer(
         config=True, help="Most tokens (prompt + completion) one instruction may use; 0: no cap. "
         "Env: OI_MAX_TOKENS.",
-    )
+    ).tag(env="OI_MAX_TOKENS")
     max_cost_per_turn = Float(
         config=True, help="Most cost in USD one instruction may use (models with a known price); "
         "0: no cap. Env: OI_MAX_COST.",
-    )
+    ).tag(env="OI_MAX_COST")
     max_tokens_per_session = Integer(
         config=True, help="Most tokens the whole session may use; 0: no cap. "
         "Env: OI_MAX_SESSION_TOKENS.",
-    )
+    ).tag(env="OI_MAX_SESSION_TOKENS")
     max_cost_per_session = Float(
         config=True, help="Most cost in USD the whole session may use; 0: no cap. "
         "Env: OI_MAX_SESSION_COST.",
-    )
+    ).tag(env="OI_MAX_SESSION_COST")
 
     @default("step_timeout")
     def _step_timeout_default(self) -> float:
-        return env_number("OI_STEP_TIMEOUT")
+        return env_number(self.trait_metadata("step_timeout", "env"))
 
     @default("max_tokens_per_turn")
     def _max_tokens_per_turn_default(self) -> int:
-        return int(env_number("OI_MAX_TOKENS"))
+        return int(env_number(self.trait_metadata("max_tokens_per_turn", "env")))
 
     @default("max_cost_per_turn")
     def _max_cost_per_turn_default(self) -> float:
-        return env_number("OI_MAX_COST")
+        return env_number(self.trait_metadata("max_cost_per_turn", "env"))
 
     @default("max_tokens_per_session")
     def _max_tokens_per_session_default(self) -> int:
-        return int(env_number("OI_MAX_SESSION_TOKENS"))
+        return int(env_number(self.trait_metadata("max_tokens_per_session", "env")))
 
     @default("max_cost_per_session")
     def _max_cost_per_session_default(self) -> float:
-        return env_number("OI_MAX_SESSION_COST")
+        return env_number(self.trait_metadata("max_cost_per_session", "env"))
 
     max_output_chars = Integer(
         6000, config=True, help="Characters of a step's output the LLM sees (head + tail)."
@@ -195,12 +201,28 @@ class EngineSettings(LoggingConfigurable):
         "then code, then whole turns become one-line summaries); the system prompt, the current "
         "instruction and the previous turn are kept. 0: the model's input limit from litellm's "
         "model map minus reply_reserve (32,000 when unknown). Env: OI_CONTEXT_BUDGET.",
-    )
+    ).tag(env="OI_CONTEXT_BUDGET")
 
     @default("context_budget")
     def _context_budget_default(self) -> int:
-        return config.env_int("OI_CONTEXT_BUDGET", 0, minimum=0,
+        return config.env_int(self.trait_metadata("context_budget", "env"), 0, minimum=0,
                               help=self.traits()["context_budget"].help)
+
+    notebook_context_cells = Integer(
+        3,
+        config=True,
+        help="%%oi in an ordinary notebook: how many of the cells run before the instruction "
+        "the model is shown (their source, a compact form of their output value, and the "
+        "error of the cell just before when it failed; secrets masked, within the context "
+        "budget). `%%oi --no-context` leaves them out for one cell; 0: never. "
+        "Env: OI_NOTEBOOK_CONTEXT_CELLS.",
+    ).tag(env="OI_NOTEBOOK_CONTEXT_CELLS")
+
+    @default("notebook_context_cells")
+    def _notebook_context_cells_default(self) -> int:
+        help_text = self.traits()["notebook_context_cells"].help
+        return config.env_int(self.trait_metadata("notebook_context_cells", "env"), 3,
+                              minimum=0, help=help_text)
 
     reply_reserve = Integer(
         4096, config=True, help="Tokens kept free for the reply when the budget is automatic."
@@ -261,7 +283,7 @@ class EngineSettings(LoggingConfigurable):
         help="Files and folders the change summaries and checkpoints leave out, in gitignore "
         "syntax (e.g. ['*.tmp', 'scratch/', '!.config/']), besides tools' folders (.ipython, "
         ".jupyter, .cache, .git, ...; see docs/rollback.md). Env: OI_CHANGE_IGNORE "
-        "(comma-separated).")
+        "(comma-separated).").tag(env=change_ignore.ENV_VAR)
 
     @default("change_ignore")
     def _change_ignore_default(self) -> list[str]:

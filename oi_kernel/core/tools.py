@@ -40,12 +40,12 @@ class Tools(Configurable):
     mcp_config = Unicode(
         "", config=True,
         help="Path of an MCP config file ({\"mcpServers\": {...}}), read after $OI_MCP_CONFIG "
-        "and before mcp.json in the Jupyter config directories.")
+        "and before mcp.json in the Jupyter config directories.").tag(env="OI_MCP_CONFIG")
     budget_fraction = Float(
         0.05, config=True,
         help="Share of the model's context window the offered MCP tool definitions may take "
         "per request (at least 1,500 tokens); tools beyond it are reached with mcp_find / "
-        "mcp_call. Env: OI_TOOL_BUDGET.")
+        "mcp_call. Env: OI_TOOL_BUDGET.").tag(env="OI_TOOL_BUDGET")
     call_timeout = Float(
         60.0, config=True,
         help="Seconds an MCP tool call may take (a server's \"timeout\" key overrides it).")
@@ -60,11 +60,11 @@ class Tools(Configurable):
         "", config=True,
         help="The file that keeps the MCP tool descriptions you approved (pins), shared by "
         "your sessions. Default: mcp-pins.json in the Jupyter data directory's oi_kernel "
-        "folder. Env: OI_MCP_PINS.")
+        "folder. Env: OI_MCP_PINS.").tag(env="OI_MCP_PINS")
 
     @default("budget_fraction")
     def _budget_default(self) -> float:
-        return config.env_float("OI_TOOL_BUDGET", 0.05, minimum=0.0,
+        return config.env_float(self.trait_metadata("budget_fraction", "env"), 0.05, minimum=0.0,
                                 help=self.traits()["budget_fraction"].help)
 
 

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -57,23 +58,24 @@ class ChildKernel(GatewayOptions):
         config=True,
         help="Kernelspec name of the child kernel that runs approved code. It must be an "
         "IPython kernel (cell magics run the other languages). Env: OI_CHILD_KERNEL.",
-    )
+    ).tag(env="OI_CHILD_KERNEL")
 
     @default("kernel_name")
     def _kernel_name_default(self) -> str:
-        return os.environ.get("OI_CHILD_KERNEL", "python3")
+        return os.environ.get(self.trait_metadata("kernel_name", "env"), "python3")
 
     startup_timeout = Float(
         60.0,
         config=True,
         help="Seconds to wait for the child kernel to answer after starting. "
         "Env: OI_CHILD_STARTUP_TIMEOUT.",
-    )
+    ).tag(env="OI_CHILD_STARTUP_TIMEOUT")
 
     @default("startup_timeout")
     def _startup_timeout_default(self) -> float:
         help_text = self.traits()["startup_timeout"].help
-        return config.env_float("OI_CHILD_STARTUP_TIMEOUT", 60.0, minimum=0.1, help=help_text)
+        name = self.trait_metadata("startup_timeout", "env")
+        return config.env_float(name, 60.0, minimum=0.1, help=help_text)
 
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""
@@ -91,11 +93,12 @@ class ChildKernel(GatewayOptions):
         "network, no unix socket outside its own, secret environment variables removed. "
         "Refuses to start (never runs unconfined) where bwrap, user namespaces or seccomp are "
         "missing. Env: OI_SANDBOX=1. Magic: %sandbox on|off|allow PATH [--write].",
-    )
+    ).tag(env="OI_SANDBOX")
 
     @default("sandbox")
     def _sandbox_default(self) -> bool:
-        return os.environ.get("OI_SANDBOX", "").strip().lower() in {"1", "true", "yes", "on"}
+        value = os.environ.get(self.trait_metadata("sandbox", "env"), "")
+        return value.strip().lower() in {"1", "true", "yes", "on"}
 
     memory_limit = Unicode(
         config=True,
@@ -103,11 +106,11 @@ class ChildKernel(GatewayOptions):
         "empty or 0: no cap. A runaway allocation then raises MemoryError and the kernel lives. "
         "Libraries that reserve much virtual memory (many BLAS threads) need a higher cap. "
         "Env: OI_MEMORY_LIMIT.",
-    )
+    ).tag(env="OI_MEMORY_LIMIT")
 
     @default("memory_limit")
     def _memory_limit_default(self) -> str:
-        return os.environ.get("OI_MEMORY_LIMIT", "").strip()
+        return os.environ.get(self.trait_metadata("memory_limit", "env"), "").strip()
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -273,6 +276,13 @@ class ChildKernel(GatewayOptions):
         kc, km, self.kc, self.km = self.kc, self.km, None, None
         if kc is not None:
             kc.stop_channels()
+        if km is not None and kc is None:
+            # Never ready (its start was cut short, e.g. `exit` typed at once): jupyter_client's
+            # shutdown would SIGINT it first, and a kernel still importing prints a
+            # KeyboardInterrupt traceback on the user's terminal. It has nothing to save.
+            with contextlib.suppress(Exception):
+                if await km.is_alive() and _runs_locally(km):
+                    await km.signal_kernel(signal.SIGKILL)
         if km is not None:
             with contextlib.suppress(Exception):
                 if graceful and await km.is_alive():

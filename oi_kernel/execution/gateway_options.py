@@ -31,14 +31,15 @@ class GatewayOptions(LoggingConfigurable):
         "to over its websocket. Sandboxing and memory limits are then the gateway's job (its "
         "kernelspecs). Needs the gateway extra: " + GATEWAY_EXTRA_HINT + ". Empty: this "
         "machine. Env: OI_CHILD_GATEWAY_URL.",
-    )
+    ).tag(env="OI_CHILD_GATEWAY_URL")
 
     @default("gateway_url")
     def _gateway_url_default(self) -> str:
-        value = os.environ.get("OI_CHILD_GATEWAY_URL", "").strip()
+        name = self.trait_metadata("gateway_url", "env")
+        value = os.environ.get(name, "").strip()
         problem = url_problem(value)
         if problem:
-            config.warn(f"OI_CHILD_GATEWAY_URL={value!r}: {problem} The child kernel runs on "
+            config.warn(f"{name}={value!r}: {problem} The child kernel runs on "
                         "this machine.")
             return ""
         return value.rstrip("/")
@@ -56,11 +57,11 @@ class GatewayOptions(LoggingConfigurable):
         help="Token the gateway requires, sent as 'Authorization: token TOKEN' on every "
         "request and on the websocket (a Kernel Gateway started with KG_AUTH_TOKEN). "
         "Env: OI_CHILD_GATEWAY_TOKEN.",
-    )
+    ).tag(env="OI_CHILD_GATEWAY_TOKEN")
 
     @default("gateway_token")
     def _gateway_token_default(self) -> str:
-        return os.environ.get("OI_CHILD_GATEWAY_TOKEN", "").strip()
+        return os.environ.get(self.trait_metadata("gateway_token", "env"), "").strip()
 
     gateway_username = Unicode(
         config=True,
@@ -68,24 +69,26 @@ class GatewayOptions(LoggingConfigurable):
         "the kernel start request (Enterprise Gateway refuses kernels for users it does not "
         "authorize, root among them). Default: $KERNEL_USERNAME, else $JUPYTERHUB_USER, else "
         "the user running this kernel. Env: OI_CHILD_GATEWAY_USERNAME.",
-    )
+    ).tag(env="OI_CHILD_GATEWAY_USERNAME",
+         doc_default="$KERNEL_USERNAME, else $JUPYTERHUB_USER, else your user name")
 
     @default("gateway_username")
     def _gateway_username_default(self) -> str:
-        return default_username()
+        return default_username(self.trait_metadata("gateway_username", "env"))
 
     gateway_headers = Unicode(
         config=True,
         help="Extra HTTP headers for the gateway, as a JSON object of strings, e.g. "
         '\'{"X-Team": "data"}\'. Env: OI_CHILD_GATEWAY_HEADERS.',
-    )
+    ).tag(env="OI_CHILD_GATEWAY_HEADERS")
 
     @default("gateway_headers")
     def _gateway_headers_default(self) -> str:
-        value = os.environ.get("OI_CHILD_GATEWAY_HEADERS", "").strip()
+        name = self.trait_metadata("gateway_headers", "env")
+        value = os.environ.get(name, "").strip()
         problem = headers_problem(value)
         if problem:
-            config.warn(f"OI_CHILD_GATEWAY_HEADERS: {problem} No extra headers are sent.")
+            config.warn(f"{name}: {problem} No extra headers are sent.")
             return ""
         return value
 
@@ -102,48 +105,48 @@ class GatewayOptions(LoggingConfigurable):
         help="Check the gateway's TLS certificate (https URLs). Turn it off only for a "
         "gateway with a self-signed certificate you trust; better, name its CA with "
         "gateway_ca_certs. Env: OI_CHILD_GATEWAY_VALIDATE_CERT=0 turns it off.",
-    )
+    ).tag(env="OI_CHILD_GATEWAY_VALIDATE_CERT")
 
     @default("gateway_validate_cert")
     def _gateway_validate_cert_default(self) -> bool:
         help_text = self.traits()["gateway_validate_cert"].help
-        flag = config.env_flag("OI_CHILD_GATEWAY_VALIDATE_CERT", help=help_text)
+        flag = config.env_flag(self.trait_metadata("gateway_validate_cert", "env"), help=help_text)
         return True if flag is None else flag
 
     gateway_ca_certs = Unicode(
         config=True,
         help="A file of CA certificates (PEM) to check the gateway's certificate against. "
         "Env: OI_CHILD_GATEWAY_CA_CERTS.",
-    )
+    ).tag(env="OI_CHILD_GATEWAY_CA_CERTS")
 
     @default("gateway_ca_certs")
     def _gateway_ca_certs_default(self) -> str:
-        return os.environ.get("OI_CHILD_GATEWAY_CA_CERTS", "").strip()
+        return os.environ.get(self.trait_metadata("gateway_ca_certs", "env"), "").strip()
 
     gateway_connect_timeout = Float(
         config=True,
         help="Seconds to wait for a connection to the gateway. "
         "Env: OI_CHILD_GATEWAY_CONNECT_TIMEOUT.",
-    )
+    ).tag(env="OI_CHILD_GATEWAY_CONNECT_TIMEOUT")
 
     @default("gateway_connect_timeout")
     def _gateway_connect_timeout_default(self) -> float:
         help_text = self.traits()["gateway_connect_timeout"].help
-        return config.env_float("OI_CHILD_GATEWAY_CONNECT_TIMEOUT", 20.0, minimum=0.1,
-                                help=help_text)
+        name = self.trait_metadata("gateway_connect_timeout", "env")
+        return config.env_float(name, 20.0, minimum=0.1, help=help_text)
 
     gateway_request_timeout = Float(
         config=True,
         help="Seconds one request to the gateway (interrupt, restart, shutdown, a liveness "
         "check) may take; starting a kernel may take c.ChildKernel.startup_timeout. "
         "Env: OI_CHILD_GATEWAY_REQUEST_TIMEOUT.",
-    )
+    ).tag(env="OI_CHILD_GATEWAY_REQUEST_TIMEOUT")
 
     @default("gateway_request_timeout")
     def _gateway_request_timeout_default(self) -> float:
         help_text = self.traits()["gateway_request_timeout"].help
-        return config.env_float("OI_CHILD_GATEWAY_REQUEST_TIMEOUT", 20.0, minimum=0.1,
-                                help=help_text)
+        name = self.trait_metadata("gateway_request_timeout", "env")
+        return config.env_float(name, 20.0, minimum=0.1, help=help_text)
 
     gateway_check_interval = Float(
         2.0,
@@ -154,10 +157,11 @@ class GatewayOptions(LoggingConfigurable):
     )
 
 
-def default_username() -> str:
-    """The gateway user when none is configured: OI_CHILD_GATEWAY_USERNAME, KERNEL_USERNAME,
-    JUPYTERHUB_USER (on a hub, the hub's user), else the user running this process."""
-    for name in ("OI_CHILD_GATEWAY_USERNAME", "KERNEL_USERNAME", "JUPYTERHUB_USER"):
+def default_username(env: str) -> str:
+    """The gateway user when none is configured: ``$env`` (OI_CHILD_GATEWAY_USERNAME),
+    KERNEL_USERNAME, JUPYTERHUB_USER (on a hub, the hub's user), else the user running this
+    process."""
+    for name in (env, "KERNEL_USERNAME", "JUPYTERHUB_USER"):
         value = os.environ.get(name, "").strip()
         if value:
             return value

@@ -343,6 +343,7 @@ class _State:
     relist = None  # the checkpoint whose files the next cell lists again (``arm_relist``)
     relist_hooked = False
     watcher = None  # probe_watch's ``_Watch`` once that part is loaded (see ``scan``)
+    take_reads = None  # probe_watch's ``_take_reads``: the workspace files a step read
 
 
 def begin(language="python"):
@@ -452,6 +453,9 @@ def end():
     result = {"variables": diff_variables(_State.before_vars, after_vars), "files": files,
               "scan_complete": complete and _State.before_complete,
               "cost_s": round(time.perf_counter() - started, 4)}
+    reads = _State.take_reads(_State.root, {f["path"] for f in files}) if _State.take_reads else []
+    if reads:
+        result["reads"] = reads
     _State.before_vars = _State.before_files = None
     return result
 

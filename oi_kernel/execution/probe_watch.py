@@ -6,11 +6,13 @@ and leaves out the import from ``probe`` below (the names are then that module's
 as ``oi_kernel.execution.probe_watch``, the same names come from ``probe``.
 """
 
+import hashlib
 import os
 import stat
 import struct
 
 from oi_kernel.execution.probe import (
+    FRONTEND_SAVED,
     WRITE_FLAGS,
     Settings,
     _at,
@@ -18,6 +20,7 @@ from oi_kernel.execution.probe import (
     _Ignore,
     _State,
     _walk,
+    ignored,
 )
 
 # inotify(7) constants (Linux)
@@ -219,6 +222,9 @@ def _audit(event, args):
             mode is None and isinstance(flags, int) and flags & WRITE_FLAGS)
         if writing and isinstance(path, (str, bytes, os.PathLike)):
             paths = (path,)
+            _Reads.written(path)
+        elif isinstance(path, str) and (path.startswith(_State.root) or path[:1] != os.sep):
+            _Reads.read(path)  # (an import's absolute path elsewhere leaves at the test)
     elif event in _FILE_EVENTS:
         # a name relative to a folder's descriptor (``dir_fd``, as shutil.rmtree removes what
         # it walks) is not relative to the working directory: resolved, or left out
@@ -238,3 +244,67 @@ def _audit(event, args):
         pass
     finally:
         _State.in_hook = False
+
+
+# ---------------------------------------------------------------- the files a session read
+MAX_HASH_BYTES = 1 << 30  # a larger input is named with its size only
+
+
+class _Reads:
+    """Workspace files the session read before it wrote them: the inputs an export names
+    (path, size, sha256), so ``verify`` can say what a moved notebook needs. Seen by the
+    audit hook (Python's ``open``, while a checkpoint records); not a shell's reads."""
+
+    pending = {}  # absolute path -> None: read since the last step ended
+    done = set()  # reported already, or written by the session before it was read
+
+    @staticmethod
+    def _absolute(path):
+        path = os.fsdecode(path)
+        return os.path.normpath(path if os.path.isabs(path) else os.path.join(os.getcwd(), path))
+
+    @classmethod
+    def read(cls, path):
+        path = cls._absolute(path)
+        if path not in cls.done and path.startswith(_State.root + os.sep):
+            cls.pending[path] = None
+
+    @classmethod
+    def written(cls, path):
+        path = cls._absolute(path)
+        if path not in cls.pending:
+            cls.done.add(path)  # the session's own file: an output, not an input
+
+
+def _sha256(path, size):
+    if size > MAX_HASH_BYTES:
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _take_reads(root, changed):
+    """The files read since the last call, as ``{"path", "size", "sha256"}`` relative to
+    ``root``; not those the step also changed (``changed``), nor tools' files."""
+    pending, _Reads.pending = _Reads.pending, {}
+    found = []
+    for path in pending:
+        _Reads.done.add(path)
+        rel = path[len(root) + 1:]
+        if not path.startswith(root + os.sep) or rel in changed or rel.endswith(FRONTEND_SAVED):
+            continue
+        try:
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode) or ignored(rel):
+                continue
+            found.append({"path": rel, "size": info.st_size,
+                          "sha256": _sha256(path, info.st_size)})
+        except OSError:
+            continue
+    return found
+
+
+_State.take_reads = _take_reads

@@ -90,22 +90,22 @@ class Sandbox(LoggingConfigurable):
         "workspace and the Python installation is visible otherwise). Credentials in "
         "$HOME stay hidden inside them. Env: OI_SANDBOX_READ (paths separated by "
         f"'{os.pathsep}'). Magic: %sandbox allow PATH.",
-    )
+    ).tag(env=READ_ENV)
     write_paths = List(
         Unicode(),
         config=True,
         help="Directories the sandboxed child may read and write besides the workspace. "
         "Not $HOME or a system directory. Env: OI_SANDBOX_WRITE (paths separated by "
         f"'{os.pathsep}'). Magic: %sandbox allow PATH --write.",
-    )
+    ).tag(env=WRITE_ENV)
 
     @default("read_paths")
     def _read_default(self) -> list[str]:
-        return _env_paths(READ_ENV)
+        return _env_paths(self.trait_metadata("read_paths", "env"))
 
     @default("write_paths")
     def _write_default(self) -> list[str]:
-        return _env_paths(WRITE_ENV)
+        return _env_paths(self.trait_metadata("write_paths", "env"))
 
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""

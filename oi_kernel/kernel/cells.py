@@ -9,6 +9,9 @@ Pure (no kernel, no I/O). A cell is one of:
 - ``commands``: only ``%command`` lines (``session.commands``);
 - ``instruction``: anything else, for the model.
 
+``is_exit``: ``exit``, ``quit``, ``exit()`` or ``quit()`` alone leaves a terminal client, as in
+IPython (the kernel answers with the ``ask_exit`` payload; nothing goes to the model).
+
 ``is_complete`` answers the protocol's ``is_complete_request``, which terminals (jupyter
 console) use to decide whether Enter runs the cell or starts a new line: an instruction
 is complete as typed (prose is never "incomplete"); a cell magic without a body is
@@ -39,6 +42,17 @@ def classify(code: str) -> tuple[Kind, str]:
     if lines and all(ln.lstrip().startswith("%") for ln in lines):
         return "commands", "\n".join(ln.strip() for ln in lines)
     return "instruction", code.strip()
+
+
+EXIT_WORDS = frozenset({"exit", "quit", "exit()", "quit()"})
+# What IPython's `exit` puts in its execute_reply: jupyter console leaves (and shuts down the
+# kernel it started); notebook frontends ignore it.
+EXIT_PAYLOAD = {"source": "ask_exit", "keepkernel": False}
+
+
+def is_exit(code: str) -> bool:
+    """Whether the cell is ``exit``/``quit`` (with or without ``()``) and nothing else."""
+    return code.strip() in EXIT_WORDS
 
 
 def _magic_name(stripped: str) -> str:

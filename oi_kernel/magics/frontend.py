@@ -6,6 +6,9 @@ handled meanwhile cannot re-parent them). In terminal IPython,
 ``TerminalFrontend`` prints the ``text/plain`` of each display (a display
 updated in place, like a streaming reply, prints only what was added) and asks
 with ``input()``.
+``WidgetClients`` tells which clients of an ipykernel render widgets, so a cell
+from a client that can show neither the card nor a stdin prompt (nbclient,
+papermill) is refused at once instead of waiting for a card nobody sees.
 """
 
 from __future__ import annotations
@@ -19,16 +22,60 @@ from oi_kernel.core.turn_context import TurnContext
 from oi_kernel.execution.shell import InterruptGuard
 from oi_kernel.session import stdin
 
+# A client that renders widgets opens one of these comms: JupyterLab's and Notebook 7's widget
+# manager open the control comm when they connect (and ask comm_info for the widget target).
+WIDGET_TARGETS = frozenset({"jupyter.widget.control", "jupyter.widget"})
+WATCHED = ("comm_open", "comm_info_request")
+
+
+class WidgetClients:
+    """Which clients of an ipykernel announced a widget manager (by the session id in their
+    messages' headers): watches the kernel's comm_open and comm_info_request handlers."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.sessions: set[str] = set()
+        comms = getattr(getattr(kernel, "comm_manager", None), "comms", {}) or {}
+        # A widget comm already open (ipywidgets was imported before us): some client renders.
+        self.before = any(getattr(c, "target_name", None) in WIDGET_TARGETS
+                          for c in list(comms.values()))
+        self._handlers: dict[str, Any] = {}
+        for msg_type in WATCHED:
+            handler = kernel.shell_handlers.get(msg_type)
+            if handler is not None:
+                self._handlers[msg_type] = handler
+                kernel.shell_handlers[msg_type] = self._watching(handler)
+
+    def _watching(self, handler: Any) -> Any:
+        def watched(stream: Any, ident: Any, msg: dict[str, Any]) -> Any:
+            if (msg.get("content") or {}).get("target_name") in WIDGET_TARGETS:
+                self.sessions.add(msg.get("header", {}).get("session", ""))
+            return handler(stream, ident, msg)
+
+        return watched
+
+    def render(self, parent: dict[str, Any]) -> bool:
+        """Whether the client that sent ``parent`` renders widgets, as far as we saw."""
+        return self.before or parent.get("header", {}).get("session", "") in self.sessions
+
+    def close(self) -> None:
+        """Give the kernel its own handlers back (the extension is unloaded)."""
+        self.kernel.shell_handlers.update(self._handlers)
+        self._handlers = {}
+
 
 class KernelFrontend:
     """One ``%%oi`` cell in an ipykernel: iopub messages and stdin with the cell's parent."""
 
-    def __init__(self, kernel: Any, widgets: bool) -> None:
+    def __init__(self, kernel: Any, approval_ui: str, clients: WidgetClients) -> None:
         self.kernel = kernel
-        self.widgets = widgets
         self.parent = kernel.get_parent("shell")
         self.author = identity.from_message(self.parent)  # who sent this cell
         self.allow_stdin = bool((self.parent.get("content") or {}).get("allow_stdin"))
+        # 'auto': the card, unless the client can show neither it nor a prompt: a request
+        # without stdin from a client that announced no widget manager has nobody to ask.
+        self.widgets = approval_ui == "widget" or (
+            approval_ui == "auto" and (self.allow_stdin or clients.render(self.parent)))
         try:
             self.ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
         except Exception:  # an ipykernel without per-request identities

@@ -39,10 +39,11 @@ from oi_kernel.core import four_eyes
 from oi_kernel.core.turn_context import with_context
 from oi_kernel.errors import ApprovalUnavailableError, NotConfiguredError, OIError, PolicyError
 from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
-from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend
+from oi_kernel.magics import notebook_context
+from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
-from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display
+from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
 _LINE_RE = re.compile(r"%oi(?=\s|$)")
@@ -51,15 +52,18 @@ _MAGIC_MESSAGES = {
     NotConfiguredError: (
         "No language model is configured.\n"
         "Set one with `%oi model NAME` (for example `%oi model gpt-4o-mini` or\n"
-        "`%oi model ollama/llama3.1`), or for one cell with `%%oi -m NAME`. Or before starting\n"
-        "Jupyter set OI_MODEL (and OI_API_KEY, or the provider's own variable such as\n"
-        "OPENAI_API_KEY; OI_API_BASE for a local OpenAI-compatible server), or c.LLM.model in\n"
-        "the IPython config. Model names are litellm's: https://docs.litellm.ai/docs/providers"
+        "`%oi model ollama_chat/qwen2.5-coder:1.5b`), or for one cell with `%%oi -m NAME`.\n"
+        "Or before starting Jupyter set OI_MODEL (and OI_API_KEY, or the provider's own\n"
+        "variable such as OPENAI_API_KEY; OI_API_BASE for a local OpenAI-compatible server),\n"
+        "or c.LLM.model in the IPython config.\n"
+        "Model names are litellm's: https://docs.litellm.ai/docs/providers"
     ),
     ApprovalUnavailableError: (
-        "This code was not run: it needs your approval, and this frontend offers no stdin\n"
-        "prompt. Run the cell as `%%oi -y` to let the model run code without asking, or set\n"
-        "OI_APPROVAL_UI=widget (the approval card) or OI_AUTO_RUN=1 before starting Jupyter."
+        "This code was not run: it needs your approval, and nobody can give it here: this\n"
+        "client shows no approval card and offers no stdin prompt (nbclient, papermill and\n"
+        "`jupyter nbconvert --execute` run notebooks unattended). To let the model run code\n"
+        "without asking: `%oi auto_run on` in a cell before this one, `%%oi -y` on this cell,\n"
+        "or OI_AUTO_RUN=1 in the environment that starts the kernel."
     ),
 }
 _active: OIMagics | None = None  # the loaded extension (one IPython shell per process)
@@ -75,14 +79,16 @@ class OIMagics(Magics):
         config=True,
         help="How %%oi asks before running code: 'widget' (the approval card), 'stdin' (a "
         "y/N prompt), or 'auto': the card in a Jupyter kernel, the prompt in terminal "
-        "IPython. Env: OI_APPROVAL_UI.",
-    )
+        "IPython; a cell from a client that renders no widgets and offers no stdin "
+        "(nbclient, papermill) is refused at once, saying how to allow code. "
+        "Env: OI_APPROVAL_UI.",
+    ).tag(env="OI_APPROVAL_UI")
 
     @default("approval_ui")
     def _approval_ui_default(self) -> str:
         help_text = self.traits()["approval_ui"].help
-        return config.env_choice("OI_APPROVAL_UI", ["auto", "widget", "stdin"], "auto",
-                                 help=help_text)
+        return config.env_choice(self.trait_metadata("approval_ui", "env"),
+                                 ["auto", "widget", "stdin"], "auto", help=help_text)
 
     display = Enum(
         list(DISPLAY_MODES),
@@ -91,12 +97,13 @@ class OIMagics(Magics):
         "(printed as a stream, for clients that do not update displays: jupyter console, "
         "nbclient, papermill), or 'auto': live when the approval card is used, else text. "
         "`%oi display` changes it for the session. Env: OI_DISPLAY.",
-    )
+    ).tag(env="OI_DISPLAY")
 
     @default("display")
     def _display_default(self) -> str:
         help_text = self.traits()["display"].help
-        return config.env_choice("OI_DISPLAY", DISPLAY_MODES, "auto", help=help_text)
+        return config.env_choice(self.trait_metadata("display", "env"), DISPLAY_MODES, "auto",
+                                 help=help_text)
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
@@ -115,6 +122,12 @@ class OIMagics(Magics):
         self.transformer = _cell_transformer(shell)
         self._running = False
         self.comms = self._frontend_comms()
+        self.cell_errors = notebook_context.CellErrors(shell)
+        self.notebook = notebook_context.NotebookContext(shell, self.cell_errors,
+                                                         self.engine.secrets.redact)
+        kernel = getattr(shell, "kernel", None)
+        self.clients = (WidgetClients(kernel) if hasattr(kernel, "shell_handlers")
+                        and hasattr(kernel, "iopub_socket") else None)
 
     def _frontend_comms(self) -> Any:
         """The JupyterLab extension's ``oi_kernel`` comm (status, export, inserted cells)."""
@@ -140,9 +153,9 @@ class OIMagics(Magics):
 
     def _new_frontend(self) -> KernelFrontend | TerminalFrontend:
         kernel = getattr(self.shell, "kernel", None)
-        if kernel is None or not hasattr(kernel, "iopub_socket"):
+        if kernel is None or self.clients is None:
             return TerminalFrontend(self.guard)
-        return KernelFrontend(kernel, widgets=self.approval_ui != "stdin")
+        return KernelFrontend(kernel, self.approval_ui, self.clients)
 
     def _view(self, frontend: KernelFrontend | TerminalFrontend) -> Any:
         """Where a turn's events go in the current cell (carrying its request, whose output
@@ -160,6 +173,9 @@ class OIMagics(Magics):
     def close(self) -> None:
         """Forget the session (the extension is being unloaded)."""
         self.guard.uninstall()
+        self.cell_errors.uninstall()
+        if self.clients is not None:
+            self.clients.close()
         if self.comms is not None:
             self.comms.close()
             self.comms = None
@@ -172,6 +188,9 @@ class OIMagics(Magics):
               help="run the code without asking (this cell; not under four-eyes approval)")
     @argument("-m", "--model", help="the litellm model name for this cell")
     @argument("--max-steps", type=int, help="most LLM calls for this instruction")
+    @argument("--no-context", action="store_true",
+              help="do not show the model the notebook's recent cells (c.Engine."
+              "notebook_context_cells); {In[n]}, {Out[n]}, {Err[n]} are still replaced")
     @cell_magic("oi")
     def oi_cell(self, line: str, cell: str) -> None:
         """Give the model an instruction; it writes code, you approve it, it runs here.
@@ -197,11 +216,18 @@ class OIMagics(Magics):
             _ = self.oi.log
         except OIError as exc:  # e.g. the log directory is not writable
             raise UsageError(str(exc)) from None
+        try:
+            instruction, context = notebook_context.prepare(
+                self.notebook, instruction, use=not args.no_context,
+                cells=self.engine.notebook_context_cells, budget_tokens=self.engine.context_budget)
+        except notebook_context.MissingCellError as exc:
+            raise UsageError(str(exc)) from None
         self._running = True
         self.frontend = frontend = self._new_frontend()
         try:
             with self._cell_options(args):
-                task = asyncio.ensure_future(self.engine.run_turn(instruction, self._view(frontend)))
+                task = asyncio.ensure_future(
+                    self.engine.run_turn(instruction, self._view(frontend), context=context))
                 with self.guard.watching(task):
                     await _finish(task)
         finally:
@@ -320,7 +346,7 @@ def _short(exc: BaseException, text: str) -> BaseException:
 def _say(markdown: str) -> None:
     from IPython.display import display
 
-    display({"text/markdown": markdown, "text/plain": markdown}, raw=True)
+    display(say_bundle(markdown), raw=True)  # plain text for a console, markdown for a notebook
 
 
 def _run_code_codes(shell: Any) -> set[Any]:
@@ -368,6 +394,7 @@ def load(shell: Any) -> None:
     shell.register_magics(magics)
     shell.input_transformers_cleanup.insert(0, magics.transformer)
     shell.configurables.extend([magics.engine, magics.engine.llm])  # for %config Engine...
+    magics.cell_errors.install()  # each failing cell's error, for the notebook context
     _active = magics
     magics.oi.warm_up()  # import litellm in the background: the first %%oi does not wait
 

@@ -23,6 +23,7 @@ from oi_kernel.core.types import code_hash
 from oi_kernel.errors import OIError
 from oi_kernel.languages import as_ipython_cell
 from oi_kernel.record.claims_cells import answer_cell, link_claims
+from oi_kernel.record.inputs import Inputs
 from oi_kernel.record.records import (
     AnswerCheckRecord,
     ChildRestartRecord,
@@ -119,6 +120,8 @@ def build_notebook(
         "started": start.time or next((r.time for r in records if r.time), None),
         "exported_at": _utc_now(),
     }
+    if inputs := builder.inputs.as_list():
+        meta["inputs"] = inputs  # path, size, sha256, the step that read it first
     cells = builder.cells
     if title != "":
         cells.insert(0, _markdown(_title_text(title, meta)))
@@ -151,6 +154,7 @@ class _Builder:
         self.decisions: dict[tuple[int | None, int | None], DecisionRecord] = {}
         self.model = ""  # of the latest llm_request
         self.step_cells: dict[tuple[int | None, int | None], Any] = {}  # (turn, step) -> cell
+        self.inputs = Inputs()  # the workspace files the steps read (record.inputs)
 
     def add(self, r: Record) -> None:
         match r:
@@ -166,8 +170,10 @@ class _Builder:
                 decision = self.decisions.get((r.turn, r.step))
                 # a skipped or stopped step ran nothing, whatever the log says
                 if decision is None or decision.action not in ("skipped", "stopped"):
+                    cells = self.count
                     self._code(r, self._execution_meta(r, decision))
-                    if self.cells and self.cells[-1].cell_type == "code":
+                    self.inputs.add(r.changes, self.count if self.count > cells else None)
+                    if self.count > cells:  # a code cell was added: the step's
                         self.step_cells[(r.turn, r.step)] = self.cells[-1]
             case DirectRecord():
                 self._code(r, self._direct_meta(r))

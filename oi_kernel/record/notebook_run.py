@@ -1,9 +1,15 @@
 """Running a notebook with nbclient, shared by ``verify`` and headless runs: the client
-with a kernel started in a working directory, and one message for a missing kernelspec."""
+with a kernel started in a working directory, and one message for a missing kernelspec.
+
+The kernel talks to us over IPC sockets in a private 0700 directory, not TCP on loopback:
+no port for another local user to reach, and no "Kernel is running over TCP without
+encryption" warning on every run."""
 
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,13 +41,29 @@ def read_notebook(path: Path) -> Any:
         raise OIError(f"Cannot read {path} as a notebook: {exc}") from exc
 
 
+@contextlib.contextmanager
+def ipc_kernel_manager(kernel: str) -> Iterator[Any]:
+    """A kernel manager for ``kernel`` whose sockets and connection file live in a private
+    temporary directory (removed afterwards)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    folder = Path(tempfile.mkdtemp(prefix="oi-run-"))  # 0700; short path for socket names
+    try:
+        yield AsyncKernelManager(kernel_name=kernel, transport="ipc", ip=str(folder / "k"),
+                                 connection_file=str(folder / "kernel.json"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def make_client(nb: Any, kernel: str, timeout: int, cwd: str | Path, *,
-                allow_errors: bool = False) -> Any:
-    """An nbclient ``NotebookClient`` for ``nb`` whose kernel will run in ``cwd``."""
+                allow_errors: bool = False, km: Any = None) -> Any:
+    """An nbclient ``NotebookClient`` for ``nb`` whose kernel will run in ``cwd`` (started by
+    ``km`` when given, e.g. ``ipc_kernel_manager``'s)."""
     from nbclient import NotebookClient
 
     return NotebookClient(nb, timeout=timeout, kernel_name=kernel, allow_errors=allow_errors,
-                          resources={"metadata": {"path": str(Path(cwd).expanduser())}})
+                          resources={"metadata": {"path": str(Path(cwd).expanduser())}},
+                          **({"km": km} if km is not None else {}))
 
 
 @contextlib.contextmanager
@@ -52,9 +74,12 @@ def notebook_client(nb: Any, kernel: str, timeout: int, cwd: str | Path, *,
     missing kernelspec raises ``missing_kernel``."""
     from jupyter_client.kernelspec import NoSuchKernel
 
-    client = make_client(nb, kernel, timeout, cwd, allow_errors=allow_errors)
     try:
-        with client.setup_kernel(**({"env": dict(env)} if env is not None else {})):
-            yield client
+        with ipc_kernel_manager(kernel) as km:
+            client = make_client(nb, kernel, timeout, cwd, allow_errors=allow_errors, km=km)
+            # cleanup_kc: shut the kernel down after, as nbclient does with a manager of its own
+            with client.setup_kernel(cleanup_kc=True,
+                                     **({"env": dict(env)} if env is not None else {})):
+                yield client
     except NoSuchKernel:
         raise missing_kernel(kernel) from None

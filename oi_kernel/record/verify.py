@@ -77,13 +77,17 @@ def verify_notebook(
     in_place: bool = False,
     timeout: int = 120,
     kernel_name: str | None = None,
+    inputs_dir: str | Path | None = None,
 ) -> VerifyReport:
     """Re-run the notebook in a fresh kernel and compare each code cell's outputs.
 
     It runs in a temporary copy of ``cwd`` (default: the notebook's directory), so
     files the notebook reads are there and nothing it writes touches the original;
     ``in_place=True`` runs in ``cwd`` itself. ``timeout`` is per cell, in seconds.
-    The notebook file is never modified.
+    The notebook file is never modified. Before anything runs, the files the session read
+    (``metadata.oi_kernel.inputs`` of an export) must be there as the session read them:
+    taken from the notebook's folder, else from ``inputs_dir``; ``InputsError`` names each
+    one missing or changed (``record.inputs``).
     """
 
     path = Path(path).expanduser()
@@ -97,11 +101,13 @@ def verify_notebook(
     if logged_cwd:
         roots.add(str(logged_cwd))
     if in_place:
+        _ready_inputs(nb, source_dir, None, path)  # checked only: nothing copied into it
         fresh = _run(nb, source_dir, kernel, timeout)
         return _check_claims(_compare(recorded, fresh, roots, path, source_dir), nb, fresh)
     with tempfile.TemporaryDirectory(prefix="oi-verify-") as tmp:
         workdir = Path(tmp) / (source_dir.name or "work")
         _copy_dir(source_dir, workdir)
+        _ready_inputs(nb, workdir, inputs_dir, path)
         fresh = _run(nb, workdir, kernel, timeout)
         roots |= {str(workdir), os.path.realpath(workdir)}
         return _check_claims(_compare(recorded, fresh, roots, path, workdir), nb, fresh)
@@ -116,6 +122,18 @@ def _check_claims(report: VerifyReport, nb: NotebookNode, fresh: dict[int, Any]
     report.claims = claim_problems(nb, fresh)
     report.ok = report.ok and not report.claims
     return report
+
+
+def _ready_inputs(nb: NotebookNode, workdir: Path, inputs_dir: str | Path | None,
+                  notebook: Path) -> None:
+    """The session's inputs in ``workdir`` as it read them, or ``InputsError`` before
+    anything runs (``record.inputs``)."""
+    from oi_kernel.record.inputs import stage_inputs
+
+    folder = Path(inputs_dir).expanduser().resolve() if inputs_dir is not None else None
+    if folder is not None and not folder.is_dir():
+        raise OIError(f"--inputs {inputs_dir}: no such folder.")
+    stage_inputs(nb, workdir, folder, notebook)
 
 
 def _copy_dir(src: Path, dst: Path) -> None:

@@ -110,7 +110,7 @@ HELP_INTRO = {
           "code and you approve each block before it runs in a Python kernel."),
     "%oi ": ("**%%oi**: write an instruction below `%%oi`; the model proposes code, you approve "
              "it, and it runs in this notebook's namespace. Options: `-y` run without asking, "
-             "`-m NAME` model, `--max-steps N`."),
+             "`-m NAME` model, `--max-steps N`, `--no-context`; `{In[3]}`/`{Out[3]}`/`{Err[3]}`."),
 }
 HELP_EXTRA = {
     "%": ("| `%%python` | run the rest of the cell as Python, without the model |\n"

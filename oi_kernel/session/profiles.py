@@ -135,7 +135,7 @@ class Profile(Configurable):
         "project, oi_profiles/NAME.yaml in a Jupyter config directory, or a shipped one: "
         "data_analyst, shell_helper, local_small_model). Env: OI_PROFILE, which wins over "
         "this setting (a profile kernelspec sets it). Magic: %profile NAME.",
-    )
+    ).tag(env=PROFILE_ENV)
 
     @default("name")
     def _name_default(self) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +49,34 @@ def markdown_bundle(text: str, plain: str | None = None) -> dict[str, Any]:
     text = visible(text, NO_LONG_MARK)
     plain = visible(plain, NO_LONG_MARK) if plain is not None else text
     return {"text/markdown": text, "text/plain": plain}
+
+
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def plain_text(markdown: str) -> str:
+    """What a text frontend (jupyter console, nbclient) shows of a command's markdown: code
+    blocks indented by four spaces instead of fenced, headings without their ``#``. Inline
+    code keeps its backticks (they mark a path or a name in a sentence)."""
+    lines, fence = [], ""
+    for line in markdown.split("\n"):
+        m = _FENCE_RE.match(line)
+        if fence:
+            if m and m[1][0] == fence[0] and len(m[1]) >= len(fence) and not line.strip(
+                    )[len(m[1]):]:
+                fence = ""
+            else:
+                lines.append("    " + line if line else "")
+        elif m:
+            fence = m[1]
+        else:
+            lines.append(re.sub(r"^#{1,6} +", "", line))
+    return "\n".join(lines)
+
+
+def say_bundle(markdown: str) -> dict[str, Any]:
+    """A command's answer: markdown for notebooks, ``plain_text`` for text frontends."""
+    return markdown_bundle(markdown, plain_text(markdown))
 
 
 def code_markdown(language: str, code: str) -> str:
