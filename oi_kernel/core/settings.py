@@ -86,7 +86,7 @@ class EngineSettings(LoggingConfigurable):
         "and mark those found in no output: '23% — not in any output'), 'ask-model' (as "
         "'mark', but first send an answer with untraced numbers back to the model once to "
         "correct them or compute them in a step), 'off'. Env: OI_CHECK_ANSWERS.",
-    )
+    ).tag(env="OI_CHECK_ANSWERS")
 
     @default("check_answers")
     def _check_answers_default(self) -> str:
