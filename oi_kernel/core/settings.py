@@ -127,6 +127,17 @@ class EngineSettings(LoggingConfigurable):
         "more than a quarter of it is not sampled (4 samples would not fit).",
     )
 
+    known_safe = List(
+        Unicode(),
+        config=True,
+        help="More operations known to be safe, for `%approval risky` (which runs a block "
+        "without asking only when everything in it is known safe): qualified names or "
+        "patterns ('mylib.summarise', 'mylib.*') and method names ('.summarise'). Process "
+        "creation is never known safe, and the administrator's policy "
+        "(known_safe_denied) wins. The built-in table: oi_kernel/safety/known_safe/"
+        "known_safe.toml (docs/security.md).",
+    )
+
     step_timeout = Float(
         config=True,
         help="Seconds one code block may run before it is interrupted (the child kernel is "
