@@ -424,7 +424,7 @@ def _asks(approval: str, request: ApprovalRequest | None) -> bool:
     if approval == "always" or approval in four_eyes.MODES:
         return True
     return approval == "risky" and request is not None and any(
-        f.category not in RISKY_ADVICE for f in request.flags)
+        getattr(f, "category", None) not in RISKY_ADVICE for f in request.flags)
 
 
 def review_or_flag(language: str, code: str) -> list[Flag]:
