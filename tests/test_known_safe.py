@@ -87,6 +87,12 @@ ESCAPES = [
     ("import pandas as pd\ndf.plot(backend='helpers')", "backend='helpers'"),
     ("exec(open('helpers.py').read())", "exec"),
     ("import importlib\nimportlib.import_module('helpers')", "importlib.import_module"),
+    ("%matplotlib module://helpers", "%matplotlib module://helpers"),
+    ("%history -f ~/.bashrc", "%history -f ~/.bashrc"),
+    ("import matplotlib.pyplot as plt\nplt.switch_backend(name)", "switch_backend"),
+    ("import pandas as pd\npd.read_hdf('data/store.h5', 'df')", "pandas.read_hdf"),
+    ("class Later:\n    def __del__(self):\n        open('data/sales.csv', 'w')\nx = Later()",
+     "__del__"),
 ]
 
 SHELL_ESCAPES = [

@@ -195,6 +195,19 @@ def _line_magic(kind: str, body: str, allow: Table, names: _Names, found: Findin
         found.add(f"`%config {rest.split('=')[0].strip()}`")
     elif name == "load_ext" and rest not in allow.extensions:
         found.add(f"`%load_ext {rest}`")
+    elif name not in ("time", "timeit", "config", "load_ext") and not _plain_arguments(
+            name, rest, allow):
+        found.add(f"`%{name} {rest}`")
+
+
+def _plain_arguments(name: str, rest: str, allow: Table) -> bool:
+    """Whether a line magic's arguments are ones it may take: the listed words, or else only
+    names and numbers (no paths, no `-f FILE`)."""
+    listed = allow.magic_arguments.get(name)
+    words = rest.split()
+    if listed is not None:
+        return all(w in listed or w.isdigit() or re.fullmatch(r"\d+[-/]\d+", w) for w in words)
+    return all(re.fullmatch(r"[\w.*?]+", w) for w in words)
 
 
 def _outside(path: str) -> bool:

@@ -26,8 +26,8 @@ _MODULE_NAMES = frozenset({
     "builtins", "asyncio", "multiprocessing", "threading", "marshal", "shelve", "sqlite3",
     "webbrowser", "urllib", "requests", "httpx", "tempfile", "io", "pathlib", "posix",
     "runpy", "atexit", "dill", "cloudpickle", "joblib", "keyring", "boto3", "paramiko",
-    "json", "glob", "zipfile", "tarfile", "gc", "inspect", "code", "ssl", "http", "ftplib",
-    "smtplib", "telnetlib", "xmlrpc", "selectors", "select", "mmap", "fcntl", "resource"})
+    "glob", "zipfile", "tarfile", "gc", "inspect", "ssl", "http", "ftplib", "smtplib",
+    "telnetlib", "xmlrpc", "selectors", "mmap", "fcntl"})
 _URL = re.compile(r"^[A-Za-z][\w+.-]*://[^\s/]")
 _OUTSIDE = re.compile(r"^(?:/[\w.@-]|~|\.\.(?:/|$))|(?:^|/)\.\.(?:/|$)")
 _MODE = re.compile(r"^[rwxabtU+]+$")
@@ -87,6 +87,8 @@ class PythonCheck:
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             self.bound.add(node.name)
             self.callable_names.add(node.name)
+            if node.name == "__del__":
+                self.found.add("a finalizer (`__del__`): it runs later, outside this step")
         elif isinstance(node, ast.arg):
             self.bound.add(node.arg)
             self.callable_names.add(node.arg)
@@ -143,8 +145,7 @@ class PythonCheck:
             root = self.objects[node.id]
         elif root is None and node.id not in self.bound:
             root = self.free_aliases.get(node.id) or (
-                node.id if node.id in _MODULE_NAMES or node.id in self.t.modules.exact
-                else None)
+                node.id if node.id in _MODULE_NAMES else None)
         return ".".join([root, *reversed(parts)]) if root else None
 
     # ------------------------------------------------------------------ nodes

@@ -59,6 +59,7 @@ class Table:
     methods_never: set[str]
     literal_argument: set[str]
     line_magics: set[str]
+    magic_arguments: dict[str, list[str]]
     extensions: set[str]
     config: Names
     python_cells: set[str]
@@ -135,6 +136,7 @@ def table(extra: tuple[str, ...] = (), denied: tuple[str, ...] = ()) -> Table:
         methods_never=set(methods["never"]) - {e[1:] for e in extra if e.startswith(".")},
         literal_argument=set(methods["literal_argument"]),
         line_magics=set(ipy["line"]),
+        magic_arguments=dict(ipy["arguments"]),
         extensions=set(ipy["extensions"]),
         config=Names(ipy["config"]),
         python_cells=set(ipy["python_cells"]),
