@@ -286,11 +286,11 @@ def test_risky_asks_on_the_known_safe_flag_and_not_on_advice_alone():
 
 
 def test_a_failing_review_fails_closed(monkeypatch):
-    import oi_kernel.core.steps as steps
+    import oi_kernel.safety.known_safe as known_safe
 
     def boom(*_args, **_kw) -> Verdict:
         raise ValueError("broken table")
 
-    monkeypatch.setattr(steps, "check", boom)
+    monkeypatch.setattr(known_safe, "check", boom)
     verdict = StepRunner(_Host("risky")).known_safe("python", "x = 1")  # type: ignore[arg-type]
     assert not verdict.safe and "broken table" in verdict.text()

@@ -7,26 +7,18 @@ profile entry makes a workspace helper known safe."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from oi_kernel.record.session_log import read_log
 from tests import llm_server as S
 from tests.env import oi_env
 from tests.kernel_client import KernelSession
+from tests.test_untrusted_kernel import logged
 
 pytestmark = pytest.mark.kernel
 
 SALES = "region,revenue\nnorth,10\nsouth,20\neast,30\n"
 LOAD = "import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
 HELPERS = "def total(frame):\n    return frame['revenue'].sum()\n"
-
-
-def logged(tmp: Path, event: str) -> list[dict[str, Any]]:
-    records = [r for path in sorted((tmp / "logs").glob("*.jsonl")) for r in read_log(path)]
-    return [r for r in records if r["event"] == event]
 
 
 @pytest.fixture(scope="module")

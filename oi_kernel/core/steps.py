@@ -11,7 +11,7 @@ import logging
 import secrets
 import time
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oi_kernel.core import changes, four_eyes, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
@@ -43,10 +43,12 @@ from oi_kernel.core.types import (
 )
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.languages import normalize_language
-from oi_kernel.safety.known_safe import SessionNames, Verdict, check
 from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, character_flags, format_flags, review
 from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, code_sources
+
+if TYPE_CHECKING:  # (safety.known_safe is imported with the first block, not at start-up)
+    from oi_kernel.safety.known_safe import SessionNames, Verdict
 
 UNTRUSTED = "untrusted-content"  # the flag of a step that follows text from outside
 
@@ -103,8 +105,17 @@ class StepRunner:
     def __init__(self, host: StepHost) -> None:
         self.host = host
         self.taint: Taint = {}  # variables whose values came from outside (safety.untrusted)
-        self.names = SessionNames()  # what earlier steps imported and defined (known_safe)
+        self._names: SessionNames | None = None  # what earlier steps imported and defined
         self.fence = f"untrusted-{secrets.token_hex(6)}"  # delimits outside text for the model
+
+    @property
+    def names(self) -> SessionNames:
+        """What earlier steps of the session imported and defined (safety.known_safe)."""
+        if self._names is None:
+            from oi_kernel.safety.known_safe import SessionNames
+
+            self._names = SessionNames()
+        return self._names
 
     # where a step runs and how long it may: the engine's, read when the step runs
     @property
@@ -224,6 +235,8 @@ class StepRunner:
     def known_safe(self, language: str, code: str) -> Verdict:
         """The known-safe review of a block (safety.known_safe); when it fails, a verdict
         naming the failure (it fails closed: under ``risky`` such a block asks)."""
+        from oi_kernel.safety.known_safe import Verdict, check
+
         try:
             return check(language, code, tuple(self.host.known_safe),
                          tuple(self.host.known_safe_denied), self.names)
