@@ -26,8 +26,9 @@ class EngineSettings(LoggingConfigurable):
     approval = Enum(
         ["always", "risky", "never", "four-eyes", "four-eyes-all"],
         config=True,
-        help="When to ask before running code: 'always' (every block), 'risky' (only blocks "
-        "the risk review flags), 'never' (run everything: auto-run), 'four-eyes' (every "
+        help="When to ask before running code: 'always' (every block), 'risky' (every block "
+        "that is not known to be safe or that the risk review flags: see Engine.known_safe), "
+        "'never' (run everything: auto-run), 'four-eyes' (every "
         "block asks, and one with a high risk flag must be run by someone other than the "
         "person who sent the instruction), 'four-eyes-all' (every block needs that second "
         "person). Env: OI_APPROVAL; OI_AUTO_RUN=1 means 'never'.",
