@@ -91,6 +91,9 @@ ESCAPES = [
     ("%history -f ~/.bashrc", "%history -f ~/.bashrc"),
     ("import matplotlib.pyplot as plt\nplt.switch_backend(name)", "switch_backend"),
     ("import pandas as pd\npd.read_hdf('data/store.h5', 'df')", "pandas.read_hdf"),
+    ("from pathlib import Path\nprint((Path.home() / '.aws' / 'credentials').read_text())",
+     "pathlib.Path.home"),
+    ("import numpy as np, os\nsite = os.path.dirname(np.__file__)", "numpy.__file__"),
     ("class Later:\n    def __del__(self):\n        open('data/sales.csv', 'w')\nx = Later()",
      "__del__"),
 ]

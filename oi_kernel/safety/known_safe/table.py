@@ -75,7 +75,8 @@ class Table:
             return False
         if name in self.calls.exact:
             return True
-        if name in self.never or any(part in self.methods_never for part in name.split(".")[1:]):
+        parts = name.split(".")[1:]
+        if name in self.never or any(p in self.methods_never or _private(p) for p in parts):
             return False
         return self.calls.by_pattern(name)
 
@@ -98,6 +99,10 @@ class Table:
         return not (name in self.denied or name in self.process
                     or self.process.by_pattern(name + ".x")
                     or self.denied.by_pattern(name + ".x"))
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and part not in ("__version__", "__name__", "__doc__")
 
 
 @lru_cache(maxsize=1)
