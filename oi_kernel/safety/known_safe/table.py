@@ -50,6 +50,7 @@ class Table:
     never: Names
     process: Names
     settable: Names
+    native_readers: Names
     builtins: set[str]
     options: dict[str, Names]
     modes: dict[str, dict[str, Any]]
@@ -132,6 +133,7 @@ def table(extra: tuple[str, ...] = (), denied: tuple[str, ...] = ()) -> Table:
         never=Names(py["never"]),
         process=Names(py["process"]),
         settable=Names(py["settable"]),
+        native_readers=Names(py["native_readers"]),
         builtins=set(py["builtins"]),
         options={k: Names(v) for k, v in py["options"].items()},
         modes=py["modes"],
