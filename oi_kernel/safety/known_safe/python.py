@@ -303,6 +303,10 @@ class PythonCheck:
             self.found.wrote(f"`{name}`")
         if name in self.t.literal_argument:
             self._literal_arguments(node, name)
+        if name in self.t.markup and any(
+                _literal(a) is None or "<" in (_literal(a) or "") for a in node.args):
+            self.found.add(f"`{name}` of text that is not a literal (it is shown as trusted "
+                           "markup: a browser would run what it carries)")
         if name in self.t.native_readers:
             where = node.args[0] if node.args else next(
                 (k.value for k in node.keywords if k.arg in ("source", "path", "file")), None)

@@ -51,6 +51,7 @@ class Table:
     process: Names
     settable: Names
     native_readers: Names
+    markup: set[str]
     builtins: set[str]
     options: dict[str, Names]
     modes: dict[str, dict[str, Any]]
@@ -134,6 +135,7 @@ def table(extra: tuple[str, ...] = (), denied: tuple[str, ...] = ()) -> Table:
         process=Names(py["process"]),
         settable=Names(py["settable"]),
         native_readers=Names(py["native_readers"]),
+        markup=set(py["markup"]),
         builtins=set(py["builtins"]),
         options={k: Names(v) for k, v in py["options"].items()},
         modes=py["modes"],
