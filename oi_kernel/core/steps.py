@@ -170,6 +170,7 @@ class StepRunner:
         """Step ``index`` of ``turn``: review, decide, run ``block``; its record is what its
         events build (``turn.steps``). Returns (run_all, stop)."""
         verdict: Verdict | None = None
+        named: Flag | None = None  # the known-safe review's flag, when it is on the card
         if block.tool:
             spec = self.toolbox.spec(block.tool)
             language: str | None = block.language
@@ -180,13 +181,14 @@ class StepRunner:
             language = normalize_language(block.language)
             flags = review_or_flag(language or block.language, block.code)
             verdict = self.known_safe(language or block.language, block.code)
-            if "risky" in (self.host.approval, self.host.approval_floor) and verdict.flag():
-                flags.append(verdict.flag())  # type: ignore[arg-type]
+            if "risky" in (self.host.approval, self.host.approval_floor):
+                named = verdict.flag()
+                flags += [named] if named else []
             sandboxed = self.executor.sandboxed
         followed = [u for u in turn.untrusted if u["read"]]
         if followed and (verdict is None or not verdict.stays_inside
                          or self.host.untrusted_content == "ask"):
-            flags = [*flags, untrusted_flag(followed, verdict)]
+            flags = [*flags, untrusted_flag(followed, verdict, named=named is not None)]
         context = context_of(emit)  # the turn's own request: who sent it, whether stdin asks
         request = ApprovalRequest(turn.index, index, block, flags, sandboxed,
                                   run_all_allowed=not _asks(self.host.approval_floor, None),
@@ -400,14 +402,17 @@ def untrusted_note(followed: list[dict[str, Any]]) -> str:
         f" (and {len(parts) - 3} more)" if len(parts) > 3 else "")
 
 
-def untrusted_flag(followed: list[dict[str, Any]], verdict: Verdict | None = None) -> Flag:
+def untrusted_flag(followed: list[dict[str, Any]], verdict: Verdict | None = None,
+                   named: bool = False) -> Flag:
     """The flag of a step proposed after outside text entered the instruction, naming it
-    (and, for code, why it is not a step whose effects stay in the namespace)."""
+    (and, for code, why it is not a step whose effects stay in the namespace; ``named``: the
+    card already lists what is not known to be safe)."""
     why = ""
     if verdict is not None and verdict.safe and verdict.writes:
         why = "; it writes a file (" + ", ".join(verdict.writes[:3]) + ")"
     elif verdict is not None and not verdict.safe:
-        why = f"; {verdict.text()}"
+        why = "; it is not known to be safe" + (
+            "" if named else " (" + ", ".join(verdict.unknown[:4]) + ")")
     return Flag(0, UNTRUSTED, MEDIUM, f"{untrusted_note(followed)}: content from outside "
                 f"your instruction, which may carry instructions of its own{why}")
 
