@@ -1,8 +1,15 @@
 """The risk review against a corpus: how many adversarial snippets ask under ``%approval
-risky`` (any flag; goal 100%) and how many ordinary data-science snippets ask (goal ≤ 5%),
-per class. The flags are the engine's own (``review_or_flag``: what a step gets).
+risky`` (goal 100%) and how many ordinary data-science snippets ask (goal ≤ 5%), per class.
 
-    python benchmarks/risk_review.py            # print the table and every miss
+Two verdicts are measured. The flag review (``review_or_flag``: the flags a step's card
+shows) asked whenever it flagged something, until issue 39. The known-safe review
+(``safety.known_safe``) is what ``risky`` decides by now: a snippet asks when it is flagged
+or when anything in it is not known to be safe. The known-safe figure is given twice for
+the ordinary corpus: each snippet alone, and each file's snippets in order as one session
+(what earlier snippets imported and defined is known, as in the engine: ``SessionNames``).
+The median review time per snippet is measured for both.
+
+    python benchmarks/risk_review.py            # print the tables and every miss
     python benchmarks/risk_review.py --write    # also update benchmarks/RISK_REVIEW.md
 
 The corpus is ``benchmarks/risk_corpus/{adversarial,ordinary}/<class>.py``: snippets
@@ -73,20 +80,68 @@ def load(kind: str) -> list[Snippet]:
 
 
 def measure(kind: str) -> dict[str, Tally]:
-    """Per class: how many snippets the engine would ask about under ``risky``."""
+    """Per class: how many snippets the flag review alone would have asked about."""
     from oi_kernel.core.steps import review_or_flag
 
     tallies: dict[str, Tally] = {}
     for snippet in load(kind):
         flags = review_or_flag(snippet.language, snippet.code)
-        tally = tallies.setdefault(snippet.group, Tally())
-        tally.total += 1
-        tally.asked += bool(flags)
-        asked_wrongly = bool(flags) if kind == "ordinary" else not flags
-        if asked_wrongly:
-            shown = "; ".join(f.reason for f in flags) or "no flag"
-            tally.misses.append((snippet, shown))
+        _count(tallies, snippet, [f.reason for f in flags])
     return tallies
+
+
+def measure_known_safe(kind: str, session: bool = False) -> dict[str, Tally]:
+    """Per class: how many snippets ask under ``risky`` now (a flag, or anything not known to
+    be safe). ``session``: each file's snippets run in order as one session."""
+    from oi_kernel.core.steps import RISKY_ADVICE, review_or_flag
+    from oi_kernel.languages import normalize_language
+    from oi_kernel.safety.known_safe import SessionNames, check
+
+    tallies: dict[str, Tally] = {}
+    names: dict[str, SessionNames] = {}
+    for snippet in load(kind):
+        known = names.setdefault(snippet.group, SessionNames()) if session else SessionNames()
+        language = normalize_language(snippet.language) or snippet.language
+        verdict = check(language, snippet.code, session=known)
+        known.ran(verdict)
+        reasons = [f.reason for f in review_or_flag(snippet.language, snippet.code)
+                   if f.category not in RISKY_ADVICE]  # as `risky` decides (core.steps._asks)
+        _count(tallies, snippet, reasons + ([verdict.text()] if not verdict.safe else []))
+    return tallies
+
+
+def _count(tallies: dict[str, Tally], snippet: Snippet, reasons: list[str]) -> None:
+    tally = tallies.setdefault(snippet.group, Tally())
+    tally.total += 1
+    tally.asked += bool(reasons)
+    if bool(reasons) == (snippet.kind == "ordinary"):  # an ordinary one asked, or an attack not
+        tally.misses.append((snippet, "; ".join(reasons) or "nothing asked"))
+
+
+def median_ms(kind: str = "ordinary", known_safe: bool = True, rounds: int = 5) -> float:
+    """Median milliseconds to review one snippet of ``kind`` (flags alone, or flags and the
+    known-safe check: what a step costs), the best of ``rounds`` passes per snippet."""
+    import statistics
+    import time
+
+    from oi_kernel.core.steps import review_or_flag
+    from oi_kernel.languages import normalize_language
+    from oi_kernel.safety.known_safe import check
+
+    snippets = load(kind)
+    check("python", "x = 1")  # the table is read once per process, not per block
+    times = []
+    for snippet in snippets:
+        language = normalize_language(snippet.language) or snippet.language
+        best = float("inf")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            review_or_flag(snippet.language, snippet.code)
+            if known_safe:
+                check(language, snippet.code)
+            best = min(best, time.perf_counter() - start)
+        times.append(best * 1000)
+    return statistics.median(times)
 
 
 def overall(tallies: dict[str, Tally]) -> Tally:
@@ -98,17 +153,35 @@ def overall(tallies: dict[str, Tally]) -> Tally:
     return total
 
 
-def table(adversarial: dict[str, Tally], ordinary: dict[str, Tally]) -> str:
-    rows = ["| corpus | class | snippets | ask under `risky` | goal |", "|---|---|---:|---:|---|"]
-    for kind, tallies, goal in (
-        ("adversarial", adversarial, "100%"),
-        ("ordinary", ordinary, "≤ 5%"),
+def table(adversarial: dict[str, Tally], ordinary: dict[str, Tally],
+          known: tuple[dict[str, Tally], dict[str, Tally], dict[str, Tally]] | None = None
+          ) -> str:
+    """The table; with ``known`` (adversarial, ordinary alone, ordinary as a session: the
+    known-safe decision) three more columns."""
+    head = "| corpus | class | snippets | flag review asks | goal |"
+    rule = "|---|---|---:|---:|---|"
+    if known:
+        head = ("| corpus | class | snippets | flag review asked (before) | asks now: alone "
+                "| asks now: in a session | goal |")
+        rule = "|---|---|---:|---:|---:|---:|---|"
+    rows = [head, rule]
+    for kind, tallies, goal, now, later in (
+        ("adversarial", adversarial, "100%", known and known[0], known and known[0]),
+        ("ordinary", ordinary, "≤ 5%", known and known[1], known and known[2]),
     ):
-        for group, tally in sorted(tallies.items()):
-            rows.append(f"| {kind} | {group} | {tally.total} | {tally.asked} ({tally.share:.1%}) | |")
-        total = overall(tallies)
-        rows.append(f"| **{kind}** | **all** | **{total.total}** | "
-                    f"**{total.asked} ({total.share:.1%})** | {goal} |")
+        groups = [*sorted(tallies), "all"]
+        for group in groups:
+            parts = [tallies, now, later] if known else [tallies]
+            cells = []
+            for part in parts:
+                tally = overall(part) if group == "all" else part[group]  # type: ignore[index]
+                cells.append(f"{tally.asked} ({tally.share:.1%})")
+            total = (overall(tallies) if group == "all" else tallies[group]).total
+            if group == "all":
+                rows.append(f"| **{kind}** | **all** | **{total}** | "
+                            + " | ".join(f"**{c}**" for c in cells) + f" | {goal} |")
+            else:
+                rows.append(f"| {kind} | {group} | {total} | " + " | ".join(cells) + " | |")
     return "\n".join(rows)
 
 
@@ -138,14 +211,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=f"update {REPORT.name}")
     args = parser.parse_args(argv)
     adversarial, ordinary = measure("adversarial"), measure("ordinary")
-    text = table(adversarial, ordinary)
+    known = (measure_known_safe("adversarial"), measure_known_safe("ordinary"),
+             measure_known_safe("ordinary", session=True))
+    text = table(adversarial, ordinary, known)
+    flags_ms, both_ms = median_ms(known_safe=False), median_ms(known_safe=True)
+    text += (f"\n\nMedian review time per ordinary snippet: {flags_ms:.2f} ms with the flag "
+             f"review alone (before), {both_ms:.2f} ms with the flag review and the known-safe "
+             "check (now).")
+    misses = ("Now (known-safe decision; ordinary snippets as a session):\n"
+              + misses_text(known[0], known[2]))
     print(text)
     print()
-    print(misses_text(adversarial, ordinary))
+    print(misses)
     if args.write:
-        write_report(text, misses_text(adversarial, ordinary))
+        write_report(text, misses)
         print(f"\nwrote {REPORT}")
-    ok = overall(adversarial).share >= ADVERSARIAL_GOAL and overall(ordinary).share <= ORDINARY_LIMIT
+    ok = (overall(known[0]).share >= ADVERSARIAL_GOAL
+          and overall(known[2]).share <= ORDINARY_LIMIT)
     return 0 if ok else 1
 
 

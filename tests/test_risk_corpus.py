@@ -32,3 +32,27 @@ def test_the_corpus_parser_splits_snippets_and_languages() -> None:
         ("python", "x = 1"), ("shell", "ls"), ("python", "y = 2")
     ]
     assert snippets[2].where == "ordinary/t.py #3"
+
+
+# Issue 39's ordinary-corpus goal (≤ 5%) is not met by the known-safe decision: what asks is
+# listed in benchmarks/RISK_REVIEW.md (pickles, process creation, appends, native writers,
+# libraries outside the table). This bound keeps it from growing unnoticed.
+KNOWN_SAFE_ORDINARY_BOUND = 0.11
+
+
+def test_under_the_known_safe_decision_every_attack_asks() -> None:
+    """What ``%approval risky`` decides since issue 39 (a flag that is not advice, or
+    anything not known to be safe): every adversarial snippet asks, alone."""
+    adversarial = risk_review.measure_known_safe("adversarial")
+    report = risk_review.misses_text(adversarial, {})
+    assert risk_review.overall(adversarial).share == 1.0, report
+
+
+def test_under_the_known_safe_decision_few_ordinary_snippets_ask() -> None:
+    ordinary = risk_review.measure_known_safe("ordinary", session=True)
+    report = risk_review.misses_text({}, ordinary)
+    print(report)
+    assert risk_review.overall(ordinary).share <= KNOWN_SAFE_ORDINARY_BOUND, report
+    alone = risk_review.measure_known_safe("ordinary")
+    # alone, a snippet may only ask more: it knows less of what earlier ones imported
+    assert risk_review.overall(alone).asked >= risk_review.overall(ordinary).asked

@@ -144,7 +144,8 @@ def add_headless_commands(sub: argparse._SubParsersAction) -> None:
         "--approval",
         choices=["never", "risky"],
         default="never",
-        help="never: run every block (default); risky: refuse blocks the risk review flags",
+        help="never: run every block (default); risky: refuse blocks that are not known to be "
+        "safe (see docs/security.md)",
     )
     p.add_argument(
         "-p",

@@ -144,8 +144,8 @@ def run_notebook(
 ) -> RunResult:
     """Execute ``path`` and write the result to ``output`` (default ``NAME-run.ipynb``) and
     its session's export to ``NAME-run-export.ipynb``. ``approval``: "never" runs every
-    block; "risky" refuses (as a cell error) blocks the risk review flags, since no one can
-    approve them. ``timeout`` is per cell, in seconds. The run stops at the first failing
+    block; "risky" refuses (as a cell error) blocks that would ask under ``%approval risky``
+    (not known to be safe, or flagged by the risk review), since no one can approve them. ``timeout`` is per cell, in seconds. The run stops at the first failing
     cell unless ``allow_errors``. ``env`` adds variables for the kernel."""
     import nbformat
 
@@ -156,8 +156,8 @@ def run_notebook(
 
     policy = load_policy()
     if problem := approval_problem(policy, approval):  # fail now, not in every cell
-        fix = ("Run it with --approval risky: blocks the risk review flags are then refused, "
-               "since no one can approve them." if policy.approval == "risky" else
+        fix = ("Run it with --approval risky: blocks that are not known to be safe are then "
+               "refused, since no one can approve them." if policy.approval == "risky" else
                "A headless run cannot ask anyone, so the model's code cannot run here.")
         raise OIError(f"{problem} {fix}")
     path = Path(path).expanduser()

@@ -109,6 +109,8 @@ class Engine(EngineSettings):
         self.cap_sources: dict[str, str] = {}
         # "ask": the policy makes every step that follows outside content ask (Run all too)
         self.untrusted_content = ""
+        # the policy's entries that are never known safe (safety.known_safe)
+        self.known_safe_denied: list[str] = []
         self.rollback = Rollback(self)
         self.steps = StepRunner(self)
         self.conversation = Conversation()

@@ -26,8 +26,9 @@ class EngineSettings(LoggingConfigurable):
     approval = Enum(
         ["always", "risky", "never", "four-eyes", "four-eyes-all"],
         config=True,
-        help="When to ask before running code: 'always' (every block), 'risky' (only blocks "
-        "the risk review flags), 'never' (run everything: auto-run), 'four-eyes' (every "
+        help="When to ask before running code: 'always' (every block), 'risky' (every block "
+        "that is not known to be safe or that the risk review flags: see Engine.known_safe), "
+        "'never' (run everything: auto-run), 'four-eyes' (every "
         "block asks, and one with a high risk flag must be run by someone other than the "
         "person who sent the instruction), 'four-eyes-all' (every block needs that second "
         "person). Env: OI_APPROVAL; OI_AUTO_RUN=1 means 'never'.",
@@ -146,6 +147,17 @@ class EngineSettings(LoggingConfigurable):
         help="Most seconds spent sampling more drafts of one reply (small_model_samples); "
         "sampling stops after the draft that passes it, and a model whose first reply took "
         "more than a quarter of it is not sampled (4 samples would not fit).",
+    )
+
+    known_safe = List(
+        Unicode(),
+        config=True,
+        help="More operations known to be safe, for `%approval risky` (which runs a block "
+        "without asking only when everything in it is known safe): qualified names or "
+        "patterns ('mylib.summarise', 'mylib.*') and method names ('.summarise'). Process "
+        "creation is never known safe, and the administrator's policy "
+        "(known_safe_denied) wins. The built-in table: oi_kernel/safety/known_safe/"
+        "known_safe.toml (docs/security.md).",
     )
 
     step_timeout = Float(

@@ -11,7 +11,7 @@ import logging
 import secrets
 import time
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oi_kernel.core import changes, four_eyes, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
@@ -47,12 +47,19 @@ from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, character_flags, format_flags, review
 from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, code_sources
 
+if TYPE_CHECKING:  # (safety.known_safe is imported with the first block, not at start-up)
+    from oi_kernel.safety.known_safe import SessionNames, Verdict
+
 UNTRUSTED = "untrusted-content"  # the flag of a step that follows text from outside
 
 
 # Flags of a tool step that ask whatever the approval mode: the server says it destroys data,
 # or the tool's description or schema changed since a person approved it (a "rug pull").
 TOOL_ALWAYS_ASKS = frozenset({"destructive", "tool-changed"})
+# Flags that are advice only under `risky`: a block with nothing but these runs unasked, since
+# the known-safe review found all of it known safe (else its own flag asks) and the run-time
+# guard stops a write that would replace an existing file.
+RISKY_ADVICE = frozenset({"overwrite-file"})
 
 
 class StepHost(Protocol):
@@ -70,6 +77,8 @@ class StepHost(Protocol):
     approval: str
     approval_floor: str
     untrusted_content: str
+    known_safe: list[str]  # the user's entries for the known-safe review
+    known_safe_denied: list[str]  # the administrator's
     step_timeout: float
     max_output_chars: int
     turns: list[Turn]  # as the events build them (core.turn_fold): read, never assigned
@@ -96,7 +105,17 @@ class StepRunner:
     def __init__(self, host: StepHost) -> None:
         self.host = host
         self.taint: Taint = {}  # variables whose values came from outside (safety.untrusted)
+        self._names: SessionNames | None = None  # what earlier steps imported and defined
         self.fence = f"untrusted-{secrets.token_hex(6)}"  # delimits outside text for the model
+
+    @property
+    def names(self) -> SessionNames:
+        """What earlier steps of the session imported and defined (safety.known_safe)."""
+        if self._names is None:
+            from oi_kernel.safety.known_safe import SessionNames
+
+            self._names = SessionNames()
+        return self._names
 
     # where a step runs and how long it may: the engine's, read when the step runs
     @property
@@ -150,6 +169,8 @@ class StepRunner:
     ) -> tuple[bool, bool]:
         """Step ``index`` of ``turn``: review, decide, run ``block``; its record is what its
         events build (``turn.steps``). Returns (run_all, stop)."""
+        verdict: Verdict | None = None
+        named: Flag | None = None  # the known-safe review's flag, when it is on the card
         if block.tool:
             spec = self.toolbox.spec(block.tool)
             language: str | None = block.language
@@ -159,10 +180,15 @@ class StepRunner:
             spec = None
             language = normalize_language(block.language)
             flags = review_or_flag(language or block.language, block.code)
+            verdict = self.known_safe(language or block.language, block.code)
+            if "risky" in (self.host.approval, self.host.approval_floor):
+                named = verdict.flag()
+                flags += [named] if named else []
             sandboxed = self.executor.sandboxed
         followed = [u for u in turn.untrusted if u["read"]]
-        if followed:
-            flags = [*flags, untrusted_flag(followed)]
+        if followed and (verdict is None or not verdict.stays_inside
+                         or self.host.untrusted_content == "ask"):
+            flags = [*flags, untrusted_flag(followed, verdict, named=named is not None)]
         context = context_of(emit)  # the turn's own request: who sent it, whether stdin asks
         request = ApprovalRequest(turn.index, index, block, flags, sandboxed,
                                   run_all_allowed=not _asks(self.host.approval_floor, None),
@@ -183,6 +209,8 @@ class StepRunner:
         if followed and not asks and not turn.untrusted_noticed:
             why = ("`%approval risky` asks about such steps" if self.host.auto_run
                    else "you chose Run all")
+            if verdict is not None and verdict.stays_inside:
+                why = "it is known safe and its effects stay in the namespace"
             emit(UntrustedNotice(f"Step {index} {untrusted_note(followed)} (text from outside "
                                  f"your instruction) and runs without asking ({why}).",
                                  "warning"))
@@ -199,9 +227,23 @@ class StepRunner:
             problem = await self.host.rollback.ensure_checkpoint(turn)
             if problem:
                 emit(Notice(problem, "warning"))
+        if verdict is not None:  # what the step binds, for the next steps' review
+            self.names.ran(verdict if decision.code == block.code
+                           else self.known_safe(ran_block.language, decision.code))
         await self._execute(turn, StepRecord(index, block, decision), ran_block,
                             format_flags(flags), emit, spec)
         return run_all or decision.run_all, False
+
+    def known_safe(self, language: str, code: str) -> Verdict:
+        """The known-safe review of a block (safety.known_safe); when it fails, a verdict
+        naming the failure (it fails closed: under ``risky`` such a block asks)."""
+        from oi_kernel.safety.known_safe import Verdict, check
+
+        try:
+            return check(language, code, tuple(self.host.known_safe),
+                         tuple(self.host.known_safe_denied), self.names)
+        except Exception as exc:
+            return Verdict((f"the known-safe review failed ({type(exc).__name__}: {exc})",))
 
     def needs_approval(self, request: ApprovalRequest, run_all: bool = False) -> bool:
         """Whether the policy asks the user about this block. "Run all" skips the asking for
@@ -297,6 +339,7 @@ class StepRunner:
                 block.tool != FIND and text.strip()) else []
         if result.status == "died":  # the namespace is gone, and with it what it held
             self.taint = {}
+            self.names.clear()
             return []
         found, self.taint = code_sources(block.language, block.code, self.taint)
         if UNREADABLE in found and _did_not_parse(result):
@@ -359,10 +402,19 @@ def untrusted_note(followed: list[dict[str, Any]]) -> str:
         f" (and {len(parts) - 3} more)" if len(parts) > 3 else "")
 
 
-def untrusted_flag(followed: list[dict[str, Any]]) -> Flag:
-    """The flag of a step proposed after outside text entered the instruction, naming it."""
+def untrusted_flag(followed: list[dict[str, Any]], verdict: Verdict | None = None,
+                   named: bool = False) -> Flag:
+    """The flag of a step proposed after outside text entered the instruction, naming it
+    (and, for code, why it is not a step whose effects stay in the namespace; ``named``: the
+    card already lists what is not known to be safe)."""
+    why = ""
+    if verdict is not None and verdict.safe and verdict.writes:
+        why = "; it writes a file (" + ", ".join(verdict.writes[:3]) + ")"
+    elif verdict is not None and not verdict.safe:
+        why = "; it is not known to be safe" + (
+            "" if named else " (" + ", ".join(verdict.unknown[:4]) + ")")
     return Flag(0, UNTRUSTED, MEDIUM, f"{untrusted_note(followed)}: content from outside "
-                "your instruction, which may carry instructions of its own")
+                f"your instruction, which may carry instructions of its own{why}")
 
 
 def _did_not_parse(result: ExecResult) -> bool:
@@ -389,7 +441,8 @@ def _asks(approval: str, request: ApprovalRequest | None) -> bool:
     """Whether ``approval`` asks about ``request`` (None: about a step without flags)."""
     if approval == "always" or approval in four_eyes.MODES:
         return True
-    return approval == "risky" and request is not None and bool(request.flags)
+    return approval == "risky" and request is not None and any(
+        getattr(f, "category", None) not in RISKY_ADVICE for f in request.flags)
 
 
 def review_or_flag(language: str, code: str) -> list[Flag]:

@@ -19,6 +19,8 @@ policy). Every file found applies, and where two disagree the stricter value win
       "gateway_url": "http://gateway.internal:8888",
       "untrusted_content": "ask",          steps that follow text from outside (a file, a
                                            web page, an MCP result) ask, Run all or not
+      "known_safe_denied": ["shutil.copy*", ".to_csv"],  never known safe: such
+                                           blocks ask under `risky` (docs/security.md)
       "comment": "anything: ignored"
     }
 
@@ -42,7 +44,7 @@ APPROVAL_RANK = {"never": 0, "risky": 1, "always": 2, "four-eyes": 3, "four-eyes
 APPROVAL_ORDER = " > ".join(reversed(APPROVAL_RANK))
 KEYS = ("approval", "allowed_models", "sandbox", "sandbox_grants", "max_cost_per_session",
         "max_tokens_per_session", "max_steps", "log_dir", "mcp", "gateway_url",
-        "untrusted_content", "comment")
+        "untrusted_content", "known_safe_denied", "comment")
 STRICTEST = ("every code block asks for approval, the sandbox is required with no paths "
              "granted beyond the workspace, no MCP server is "
              "allowed, at most one LLM call per instruction, and no instruction is sent to a "
@@ -86,6 +88,7 @@ class Policy:
     mcp_allowed: list[tuple[Path, list[str]]] = field(default_factory=list)
     mcp_denied: list[str] = field(default_factory=list)
     untrusted_ask: bool = False  # steps that follow outside content always ask
+    known_safe_denied: list[str] = field(default_factory=list)  # never known safe (globs)
     problems: list[str] = field(default_factory=list)  # "FILE, line N: what is wrong"
     sources: dict[str, Path] = field(default_factory=dict)  # rule -> the file that set it
 
@@ -148,6 +151,9 @@ class Policy:
             rules.append(f"child kernels on the gateway `{self.gateway_url}`")
         if self.untrusted_ask:
             rules.append("steps that follow content from outside (files, web, MCP) ask")
+        if self.known_safe_denied:
+            rules.append("never known safe: " + ", ".join(f"`{p}`" for p in
+                                                         self.known_safe_denied))
         if self.mcp_allowed or self.mcp_denied:
             allowed = [p for _, g in self.mcp_allowed for p in g]
             parts = ([f"allowed {', '.join(allowed) or 'none'}"] if self.mcp_allowed else [])
@@ -258,6 +264,10 @@ def _apply_rule(policy: Policy, path: Path, key: str, value: Any) -> None:
         if value == "ask" and not policy.untrusted_ask:
             policy.untrusted_ask = True
             policy.sources[key] = path
+    elif key == "known_safe_denied":
+        names = _globs(value, "qualified names (`.name` for a method)", "shutil.copy*")
+        policy.known_safe_denied += [n for n in names if n not in policy.known_safe_denied]
+        policy.sources[key] = path
 
 
 def _globs(value: Any, what: str, example: str) -> list[str]:

@@ -129,6 +129,7 @@ def _engine_rules(engine: Any, policy: Policy, notices: list[str]) -> None:
     engine.approval_floor = policy.approval
     if policy.untrusted_ask:
         engine.untrusted_content = "ask"
+    engine.known_safe_denied = list(policy.known_safe_denied)
     _raise_floor(engine, "approval", policy.approval, approval_problem(policy, engine.approval),
                  notices)
     _guard(engine, "approval", lambda v: approval_problem(policy, v))

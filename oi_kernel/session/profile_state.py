@@ -292,7 +292,7 @@ def _show(value: Any, kind: str = "") -> str:
         text = text if len(text) <= 60 else text[:57] + "..."
         return f"`{text}`" if text else "(empty)"
     if isinstance(value, list):
-        return ", ".join(value) or ("(none)" if kind == "paths" else "(all)")
+        return ", ".join(value) or ("(none)" if kind in ("paths", "names") else "(all)")
     if isinstance(value, bool):
         return "on" if value else "off"
     return f"{value:g}" if isinstance(value, float) else str(value)

@@ -40,7 +40,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _MISSING = object()
 
 Owner = Literal["engine", "llm", "child", "sandbox", "tools"]
-Kind = Literal["str", "int", "number", "bool", "languages", "paths"]
+Kind = Literal["str", "int", "number", "bool", "languages", "paths", "names"]
 
 
 class ProfileError(ConfigError):
@@ -91,6 +91,7 @@ SETTINGS: dict[str, Setting] = {
         _setting("max_cost_per_session", "engine", "number", "OI_MAX_SESSION_COST", minimum=0),
         _setting("context_budget", "engine", "int", "OI_CONTEXT_BUDGET", minimum=0),
         _setting("languages", "engine", "languages"),
+        _setting("known_safe", "engine", "names"),
         _setting("system_message", "engine", "str"),
         _setting("sandbox", "child", "bool", "OI_SANDBOX"),
         _setting("sandbox_read_paths", "sandbox", "paths", "OI_SANDBOX_READ", attr="read_paths"),
@@ -112,6 +113,7 @@ _KIND_NAMES = {
     "bool": "true or false",
     "languages": "a list of language names",
     "paths": "a list of paths",
+    "names": "a list of names, e.g. [\"mylib.*\", \".summarise\"]",
 }
 
 
@@ -282,6 +284,7 @@ def _check_value(setting: Setting, value: Any, where: str) -> Any:
         "bool": isinstance(value, bool),
         "languages": isinstance(value, list) and all(isinstance(v, str) for v in value),
         "paths": isinstance(value, list) and all(isinstance(v, str) and v for v in value),
+        "names": isinstance(value, list) and all(isinstance(v, str) and v for v in value),
     }[kind]
     if not ok:
         raise ProfileError(_type_message(where, key, _KIND_NAMES[kind], value))
