@@ -131,6 +131,10 @@ def _execution(e: E.StepDone) -> Record | None:
     }
 
 
+def _guard_stop(e: E.GuardStopped) -> Record:
+    return "guard_stop", {"turn": e.turn, "step": e.step, **e.stop.record()}
+
+
 def _tool_notice(e: E.ToolNotice) -> Record:
     return "tool_notice", {"text": e.text}
 
@@ -196,6 +200,7 @@ RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.Decided: _decision,
     E.StepDone: _execution,
     E.ToolNotice: _tool_notice,
+    E.GuardStopped: _guard_stop,
     E.CheckpointKept: _checkpoint,
     E.RolledBack: _rollback,
     E.ConversationReset: _reset,
