@@ -27,7 +27,7 @@ def kernel(_server, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("guard")
     (tmp / "work").mkdir()
     env = kernel_env(_server, tmp, OI_AUTO_RUN="1", OI_GUARD="unasked",
-                     OI_GUARD_TIME_LIMIT="4", OI_GUARD_MEMORY_LIMIT="256M")
+                     OI_GUARD_TIME_LIMIT="120", OI_GUARD_MEMORY_LIMIT="256M")
     with KernelSession(env=env, cwd=str(tmp / "work")) as ks:
         ks.tmp = tmp
         ks.work = tmp / "work"
@@ -38,6 +38,7 @@ def kernel(_server, tmp_path_factory):
 def oi(kernel, _server):
     _server.reset()
     assert kernel.execute("%reset").status == "ok"
+    assert kernel.execute("%limits guard_time_limit=120").status == "ok"
     (kernel.work / "data.csv").write_text("a,b\n1,2\n")
     return kernel
 
@@ -146,6 +147,7 @@ def test_timer_started_by_a_guarded_step_stays_guarded(oi, _server):
 
 
 def test_time_limit_stops_an_unasked_step_and_offers_to_run_unbounded(oi, _server):
+    assert "| `guard_time_limit` | 3.0 |" in oi.execute("%limits guard_time_limit=3").text
     result = ask(oi, _server, "import time\nfor _ in range(6):\n    time.sleep(1)\n"
                  "print('slow-done')", answer="y")
     assert "time limit" in result.prompts[0]
@@ -184,3 +186,14 @@ def test_direct_python_cells_are_not_guarded(oi, _server):
     result = oi.execute("%%python\nopen('data.csv', 'w').write('mine')")
     assert result.status == "ok"
     assert (oi.work / "data.csv").read_text() == "mine"
+
+
+def test_shell_step_is_stopped_and_the_users_own_shell_still_runs(oi, _server):
+    _server.enqueue(S.tool_call("echo from-the-model > made.txt", language="shell"),
+                    S.text("done"))
+    result = oi.execute("do it", stdin=["n"], timeout=90)
+    assert "starting the process" in result.prompts[0]
+    assert not (oi.work / "made.txt").exists()
+    # a thread a guarded step started (IPython's loop for %%bash) does not guard the user
+    direct = oi.execute("%%python\n%%bash\necho direct-ok")
+    assert "direct-ok" in direct.stdout

@@ -339,7 +339,11 @@ class StepRunner:
 
     async def _guard_report(self) -> dict[str, Any] | None:
         try:
-            return await self.executor.guard_report()  # type: ignore[attr-defined]
+            report = await self.executor.guard_report()  # type: ignore[attr-defined]
+            if not report.get("guarded"):
+                self.host.log.warning("a step meant to run guarded ran without the guard "
+                                      "(its cell never started)")
+            return report
         except Exception:  # (e.g. a child restarted after a time limit: the limit says it)
             self.host.log.exception("the runtime guard's report could not be read")
             return None

@@ -28,7 +28,8 @@ import threading
 
 from oi_kernel.execution.probe import WRITE_FLAGS, _at, _State
 
-_GUARDED = contextvars.ContextVar("oi_guarded", default=False)
+# the guarded step (its serial number) the code running now belongs to; 0: none
+_GUARDED = contextvars.ContextVar("oi_guarded", default=0)
 _get_ident = threading.get_ident
 _NETWORK = {
     "socket.connect": "network connection to {1}", "socket.sendto": "network send to {1}",
@@ -67,8 +68,10 @@ _CHANGES = {  # event -> (which argument is the path, its dir_fd position, what 
     "os.setxattr": (0, None, "changing attributes of"),
     "os.removexattr": (0, None, "changing attributes of"),
 }
-# what a library's own module code may do while it is imported (numpy sets OPENBLAS_*)
-_LIBRARY_MAY = frozenset({"os.putenv", "os.unsetenv"})
+# what an installed library's code may do while it is imported (numpy sets OPENBLAS_*;
+# matplotlib runs fc-list once to list fonts)
+# (urllib3 binds ::1 to see whether IPv6 works)
+_LIBRARY_MAY = frozenset({"os.putenv", "os.unsetenv", "subprocess.Popen", "socket.bind"})
 _EXTENSIONS = (".so", ".pyd", ".dylib", ".dll")
 _SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/var/run/secrets",
                  "/run/secrets")
@@ -78,7 +81,7 @@ class _Guard:
     on = False  # guarded code may be alive (else the hook returns at once)
     step = False  # a guarded cell runs now
     before = frozenset()  # threads alive when it started (not guarded)
-    threads = set()  # threads started by guarded code
+    threads = set()  # threads started by guarded code without ``threading``
     armed = None  # settings of the next cell to guard (``arm``)
     hooked = False  # the IPython events are registered
     checking = False  # ``check`` runs (its own file tests raise no stop)
@@ -92,7 +95,9 @@ class _Guard:
     memory = 0  # bytes above current use the cell may take (RLIMIT_AS); 0: no limit
     rlimit = None  # the limit to put back
     token = None  # of ``_GUARDED`` for the cell
-    report = None  # of the last guarded cell (``report``)
+    report = None  # of the last guarded cell (``guard_taken``)
+    serial = 0  # of the guarded cell now or last (``_GUARDED``)
+    depth = 0  # cells under way inside the guarded one, itself included
 
 
 def guarded():
@@ -114,22 +119,33 @@ def check(event, args):
 
 
 def stop(event, what):
-    if not _Guard.step or _get_ident() in _Guard.threads:
+    if not _Guard.step or _GUARDED.get() not in (0, _Guard.serial) or (
+            _get_ident() in _Guard.threads):
         what += " (by code an earlier step left running)"
     _Guard.stops.append({"event": event, "what": what})
     raise PermissionError(f"oi_kernel guard: {what} stopped (this step ran without asking)")
 
 
 def _library_import():
-    """Whether the caller is the module code of a library in the interpreter's folders
-    being imported (not the cell, nor a library function the cell called)."""
+    """Whether the caller is a library being imported from the interpreter's folders: each
+    frame up to the first module-level one is code in those folders, and that one is the
+    module code of a module whose import is under way (not the cell, nor a library
+    function the cell called)."""
     _Guard.checking = True
     try:
         frame = sys._getframe(3)
-        while frame is not None and frame.f_code.co_filename == os.__file__:
+        code_dirs = _Guard.code_dirs
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not _under(_real(filename), code_dirs) or not os.path.isfile(filename):
+                return False
+            if frame.f_code.co_name == "<module>":
+                module = sys.modules.get(frame.f_globals.get("__name__"))
+                spec = getattr(module, "__spec__", None)
+                return (getattr(module, "__dict__", None) is frame.f_globals
+                        and getattr(spec, "_initializing", False) is True)
             frame = frame.f_back
-        return frame is not None and frame.f_code.co_name == "<module>" and _under(
-            _real(frame.f_code.co_filename), _Guard.code_dirs)
+        return False
     finally:
         _Guard.checking = False
 
@@ -166,7 +182,11 @@ def _judge(event, args):
         dst = _at(args[1], args[3] if len(args) > 3 else None)
         return _judge_change(src, None, "moving") or _judge_new(dst, "moving a file over")
     if event == "os.mkdir":
-        return _judge_new(_at(args[0], args[2] if len(args) > 2 else None), "making the folder")
+        path = _at(args[0], args[2] if len(args) > 2 else None)
+        if path is not None and any(d.startswith(_real(os.fsdecode(path)) + os.sep)
+                                    for d in _Guard.open_dirs):
+            return ""  # on the way to a tool's cache (~/.config for ~/.config/matplotlib)
+        return _judge_new(path, "making the folder")
     if event == "import" and len(args) > 1 and isinstance(args[1], str) and (
             args[1].endswith(_EXTENSIONS) and not _under(_real(args[1]), _Guard.code_dirs)):
         return f"loading the native module {args[1]}"

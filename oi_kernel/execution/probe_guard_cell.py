@@ -116,19 +116,14 @@ class _Later:
 
     def __init__(self, func):
         self.func = func
+        self.step = _GUARDED.get() or _Guard.serial  # the guarded step that left it
 
     def __call__(self, *args, **kwargs):
-        ident = _get_ident()
-        added = ident not in _Guard.threads
-        _Guard.threads.add(ident)
-        _Guard.on = True
-        token = _GUARDED.set(True)
+        token = _GUARDED.set(self.step)
         try:
             return self.func(*args, **kwargs)
         finally:
             _GUARDED.reset(token)
-            if added:
-                _Guard.threads.discard(ident)
 
 
 def atexit_swap():
@@ -161,22 +156,23 @@ def unswap(swapped):
 def _thread_start(start):
     def started(self):  # a thread started by guarded code is guarded (in ``_bootstrap``)
         if guarded():
-            self._oi_guarded = True
+            self._oi_guarded = _GUARDED.get() or _Guard.serial
         return start(self)
     return started
 
 
 def _thread_bootstrap(bootstrap):
-    def run(self):
-        if getattr(self, "_oi_guarded", False):
-            _Guard.threads.add(_get_ident())
-            _GUARDED.set(True)
-            try:
-                return bootstrap(self)
-            finally:
-                _Guard.threads.discard(_get_ident())
+    def run(self):  # the thread's own context is guarded: its code, and the callbacks and
+        if getattr(self, "_oi_guarded", 0):  # tasks it makes; not work others hand it
+            _GUARDED.set(self._oi_guarded)  # (a loop's callbacks keep their sender's context)
         return bootstrap(self)
     return run
+
+
+def _pool_submit(submit):
+    def guarded_submit(self, fn, /, *args, **kwargs):  # a pool does not pass the context on
+        return submit(self, _Later(fn) if guarded() else fn, *args, **kwargs)
+    return guarded_submit
 
 
 # ----------------------------------------------------------------------------- the cell
@@ -190,6 +186,9 @@ def guard_arm(settings):
         shell.events.register("post_run_cell", _post_run_cell)
         threading.Thread.start = _thread_start(threading.Thread.start)
         threading.Thread._bootstrap_inner = _thread_bootstrap(threading.Thread._bootstrap_inner)
+        from concurrent.futures import ThreadPoolExecutor
+
+        ThreadPoolExecutor.submit = _pool_submit(ThreadPoolExecutor.submit)
         _Guard.hooked = True
     _Guard.armed = dict(settings)
     return {"ok": True}
@@ -197,13 +196,18 @@ def guard_arm(settings):
 
 def _pre_run_cell(*_info):
     settings, _Guard.armed = _Guard.armed, None
-    if settings is not None:
+    if _Guard.step:  # a cell the guarded one runs (``%%capture``, ``%run``): still guarded
+        _Guard.depth += 1
+    elif settings is not None:
         guard_on(settings)
+        _Guard.depth = 1
 
 
 def _post_run_cell(*_info):
     if _Guard.step:
-        _Guard.report = guard_off()
+        _Guard.depth -= 1
+        if _Guard.depth <= 0:
+            _Guard.report = guard_off()
 
 
 def guard_on(settings):
@@ -217,7 +221,8 @@ def guard_on(settings):
     _Guard.rlimit = _limit_memory(_Guard.memory) if _Guard.memory else None
     _Guard.dont_write = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
-    _Guard.token = _GUARDED.set(True)
+    _Guard.serial += 1
+    _Guard.token = _GUARDED.set(_Guard.serial)
     _Guard.step = _Guard.on = True
 
 
@@ -226,9 +231,10 @@ def guard_off():
     try:
         _GUARDED.reset(_Guard.token)
     except (ValueError, RuntimeError):  # another context: leave it set there
-        _GUARDED.set(False)
-    alive = set(sys._current_frames())
-    _Guard.threads = (_Guard.threads | (alive - _Guard.before - {_get_ident()})) & alive
+        _GUARDED.set(0)
+    alive = set(sys._current_frames())  # threads started without ``threading`` stay guarded
+    raw = alive - _Guard.before - {_get_ident()} - set(threading._active)
+    _Guard.threads = (_Guard.threads | raw) & alive
     _Guard.step = False
     sys.dont_write_bytecode = _Guard.dont_write
     if _Guard.rlimit is not None:
@@ -249,6 +255,7 @@ def guard_off():
 def guard_taken():
     """What the last guarded cell stopped (once), or that none was guarded."""
     found, _Guard.report = _Guard.report, None
+    _Guard.armed = None  # (a cell that never started does not arm the next one)
     return found or {"guarded": False, "stops": []}
 
 
