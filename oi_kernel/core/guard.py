@@ -90,7 +90,7 @@ def stop_of(report: dict[str, Any] | None, result: ExecResult | None,
         return GuardStop(limit="time", limit_text=f"stopped after {time_limit:g} s, the time "
                          "limit of steps that run without asking (OI_GUARD_TIME_LIMIT)")
     if result is not None and memory_text and any(
-            o.get("output_type") == "error" and o.get("ename") == "MemoryError"
+            o.get("output_type") == "error" and str(o.get("ename", "")).endswith("MemoryError")
             for o in result.outputs):
         return GuardStop(limit="memory", limit_text=f"ran out of the {memory_text} memory "
                          "limit of steps that run without asking (OI_GUARD_MEMORY_LIMIT)")

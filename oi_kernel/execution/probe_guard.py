@@ -96,6 +96,7 @@ class _Guard:
     rlimit = None  # the limit to put back
     token = None  # of ``_GUARDED`` for the cell
     report = None  # of the last guarded cell (``guard_taken``)
+    folders, folders_key = (), None  # ``_folders`` and what it was worked out for
     serial = 0  # of the guarded cell now or last (``_GUARDED``)
     depth = 0  # cells under way inside the guarded one, itself included
 

@@ -213,7 +213,12 @@ def _post_run_cell(*_info):
 def guard_on(settings):
     """The guard is on for the calling context from now (see ``guard_off``)."""
     _Guard.root = _real(settings.get("root") or os.getcwd())
-    _Guard.code_dirs, _Guard.secret_dirs, _Guard.open_dirs = _folders(settings)
+    key = (_Guard.root, settings.get("runtime_dir"), tuple(settings.get("open_dirs", ())),
+           os.environ.get("HOME"), len(sys.path))
+    if _Guard.folders_key != key:  # (worked out once: the interpreter's folders stay put)
+        _Guard.folders = _folders(settings)
+        _Guard.folders_key = key
+    _Guard.code_dirs, _Guard.secret_dirs, _Guard.open_dirs = _Guard.folders
     _Guard.created = set()  # (``stops`` may hold some by code a step left running)
     _Guard.before = frozenset(sys._current_frames())
     _Guard.saved = _snapshot()
