@@ -179,3 +179,35 @@ def test_risk_guard_harness_runs_a_corpus(tmp_path):
     assert limited == 1  # the endless loop
     assert ran == 2  # print, and the namespace shared with the first snippet
     assert cells[6] == "0"  # neither raised
+
+
+OI_MAGIC_SCRIPT = """
+import asyncio, os
+from IPython.core.interactiveshell import InteractiveShell
+from oi_kernel.core.types import CodeBlock
+from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
+
+executor = ShellExecutor(InteractiveShell.instance(), InterruptGuard(set()))
+
+async def main():
+    await executor.arm_guard({"root": os.getcwd(), "memory": "2G"})
+    guarded = await executor.run(CodeBlock("python", "open('data.csv', 'w').write('')"))
+    print("GUARDED", guarded.status, (await executor.guard_report())["stops"][0]["what"])
+    approved = await executor.run(CodeBlock("python", "open('data.csv', 'w').write('new')"))
+    print("APPROVED", approved.status, open("data.csv").read())
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.kernel
+def test_oi_magic_executor_guards_in_the_users_process(tmp_path):
+    """``%%oi`` runs steps in the user's own shell (``ShellExecutor``): the same guard."""
+    (tmp_path / "data.csv").write_text("a\n1\n")
+    proc = subprocess.run([sys.executable, "-c", OI_MAGIC_SCRIPT], cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                               "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("GUARDED", "APPROVED"))]
+    assert lines[0].startswith("GUARDED error writing the existing file"), proc.stderr[-500:]
+    assert lines[1] == "APPROVED ok new"  # the next step, not armed, runs unguarded

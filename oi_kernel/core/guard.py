@@ -1,7 +1,7 @@
 """The runtime guard, seen from the engine: which steps run under it, with which limits,
 and what a stop means for the step (the flags its card shows when it is asked about, the
 model's feedback). The guard itself runs where the code runs (``execution/probe_guard.py``);
-an executor that can guard offers ``guard(settings)`` and ``guard_report()``.
+an executor that can guard offers ``arm_guard(settings)`` and ``guard_report()``.
 
 Guarded are the steps nobody was asked about because the review let them through under
 ``%approval risky`` (``guard = "risky"``, the default), or every step that runs without a
@@ -74,7 +74,7 @@ def guarded(mode: str, approval: str, request: ApprovalRequest, decision: Decisi
 
 
 def settings(root: str, memory: str) -> dict[str, Any]:
-    """What the executor's ``guard`` is given (``memory``: a size such as "2G"; the
+    """What the executor's ``arm_guard`` is given (``memory``: a size such as "2G"; the
     executor turns it into bytes for the probe)."""
     return {"root": root, "memory": memory}
 

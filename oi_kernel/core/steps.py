@@ -352,7 +352,7 @@ class StepRunner:
         """Have the executor run the next block under the guard; (its time limit, its
         memory limit as text), or None when this executor cannot guard (then the step runs
         as the review decided, unguarded: the log's execution record has no guard stop)."""
-        arm = getattr(self.executor, "guard", None)
+        arm = getattr(self.executor, "arm_guard", None)
         if arm is None:
             return None
         memory = self.host.guard_memory_limit.strip()

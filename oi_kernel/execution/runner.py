@@ -35,7 +35,7 @@ from oi_kernel.languages import as_ipython_cell
 
 STOP_GRACE_S = 3.0
 END_KEY = "_oi_probe_end"  # the user expression of a step's own ``end`` (``carry_end``)
-GUARD_KEY = "_oi_guard_report"  # the one of the guard's report (``guard``)
+GUARD_KEY = "_oi_guard_report"  # the one of the guard's report (``arm_guard``)
 
 
 class Execution:
@@ -76,7 +76,7 @@ class ChildRunner:
         # the next ``run_code`` asks for the probe's ``end(**these)`` itself (``carry_end``)
         self._carry_end: dict[str, Any] | None = None
         self._ended: dict[str, Any] | None = None  # what that ``end`` returned
-        self._guarding = False  # the next ``run_code`` runs under the guard (``guard``)
+        self._guarding = False  # the next ``run_code`` runs under the guard (``arm_guard``)
         self._guard_report: dict[str, Any] | None = None  # its report, carried back
         child.on_iopub = self._on_iopub
 
@@ -124,7 +124,7 @@ class ChildRunner:
         asks the child itself when the step failed or was stopped."""
         self._carry_end, self._ended = dict(kwargs), None
 
-    async def guard(self, settings: dict[str, Any]) -> None:
+    async def arm_guard(self, settings: dict[str, Any]) -> None:
         """Run the next block under the runtime guard (``probe_guard``): one probe call,
         which arms IPython's ``pre_run_cell``; the report comes back with that block's
         reply when it succeeded (``guard_report``). ``settings["memory"]``: a size ("2G")."""
@@ -139,7 +139,7 @@ class ChildRunner:
         self._guarding, self._guard_report = True, None
 
     async def guard_report(self) -> dict[str, Any]:
-        """What the guard stopped in the block run after ``guard`` (from its reply, or
+        """What the guard stopped in the block run after ``arm_guard`` (from its reply, or
         asked for: the reply of a block that failed carries no user expressions)."""
         report, self._guard_report = self._guard_report, None
         if report is not None:

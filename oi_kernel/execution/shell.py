@@ -284,7 +284,7 @@ class ShellExecutor:
 
         return json.loads(local_probe().call(name, *args, **kwargs))
 
-    async def guard(self, settings: dict[str, Any]) -> None:
+    async def arm_guard(self, settings: dict[str, Any]) -> None:
         """Run the next block under the runtime guard (``probe_guard``), here in the user's
         own process as in a child kernel."""
         from oi_kernel.execution.limits import parse_size
@@ -296,7 +296,7 @@ class ShellExecutor:
         await self.probe("guard", {**settings, "memory": memory})
 
     async def guard_report(self) -> dict[str, Any]:
-        """What the guard stopped in the block run after ``guard``."""
+        """What the guard stopped in the block run after ``arm_guard``."""
         return await self.probe("guard_report")
 
     async def namespace_summary(self) -> str:
