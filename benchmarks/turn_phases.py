@@ -1,6 +1,6 @@
 """Where a warm turn's wall time goes, side by side with other trees (issue 31, item 5).
 
-    python benchmarks/turn_phases.py [--turns 30] [--against TREE ...] [--nodelay]
+    python benchmarks/turn_phases.py [--turns 30] [--against TREE ...] [--nodelay] [--env N=V]
 
 Section 7's warm turn 2 (an empty folder, "print x times two": one tool call, one step
 ``print(x * 2)``, one short answer from the scripted model; change summaries and checkpoints
@@ -75,7 +75,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--against", action="append", default=[], help="another tree")
     parser.add_argument("--nodelay", action="store_true", help="scripted server: TCP_NODELAY")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="set for every tree's kernel, e.g. OI_GUARD=unasked (a tree "
+                        "that does not know the setting ignores it)")
     args = parser.parse_args()
+    extra = dict(item.split("=", 1) for item in args.env)
     sys.path.insert(0, str(REPO))
     from benchmarks.common import BenchKernel, cpu_seconds, llm_server, oi_env, quiet
     from benchmarks.overhead import traced_kernelspec
@@ -93,7 +97,7 @@ def main() -> None:
                 (tmp / f"work{i}").mkdir()
                 env = oi_env(server.url, str(tmp / f"logs{i}"), PYTHONPATH=tree,
                              OI_BENCH_EXPERIMENT=str(Path(__file__).resolve()),
-                             OI_PHASES=str(tmp / f"phases{i}"))
+                             OI_PHASES=str(tmp / f"phases{i}"), **extra)
                 kernels.append((tree, BenchKernel("oi-traced", env, cwd=str(tmp / f"work{i}"),
                                                   kernel_spec_manager=specs), tmp / f"phases{i}",
                                 [], []))

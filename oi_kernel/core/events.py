@@ -26,6 +26,7 @@ from oi_kernel.core.types import ApprovalRequest, CodeBlock, Reply, StepRecord, 
 
 if TYPE_CHECKING:
     from oi_kernel.core.claims import Check
+    from oi_kernel.core.guard import GuardStop
     from oi_kernel.core.tools import ToolSpec
     from oi_kernel.safety.risk import Flag
 
@@ -87,6 +88,16 @@ class StepDone:
     block: CodeBlock | None = None
     tool: ToolSpec | None = None
     outside: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GuardStopped:
+    """The runtime guard, or a default limit of steps that run without asking, stopped
+    step ``step`` (``stop`` says what); the step is asked about next (``core.guard``)."""
+
+    turn: int
+    step: int
+    stop: GuardStop
 
 
 @dataclass(frozen=True)

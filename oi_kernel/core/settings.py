@@ -305,3 +305,40 @@ class EngineSettings(LoggingConfigurable):
         True, config=True,
         help="Also leave out what the project's .gitignore ignores (the working directory's, "
         "and the git repository root's).")
+
+    # --------------------------------------------------- the runtime guard (core.guard)
+    guard = Enum(
+        ["risky", "unasked", "off"], config=True,
+        help="Which steps run under the runtime guard, which stops network, writes outside the "
+        "workspace or over existing files, processes, native code and changes to the "
+        "environment, then asks: 'risky' (steps that run unasked because the review let them "
+        "through under %approval risky), 'unasked' (every step nobody approved: auto-run and "
+        "Run all too), 'off'. Steps a person approved never run guarded. Env: OI_GUARD.")
+
+    @default("guard")
+    def _guard_default(self) -> str:
+        return config.env_choice("OI_GUARD", ["risky", "unasked", "off"], "risky",
+                                 help=self.traits()["guard"].help)
+
+    guard_time_limit = Float(
+        config=True,
+        help="Seconds a guarded step may run (a lower step_timeout wins); when it is stopped, "
+        "the step is asked about and may run without this limit. 0: none. "
+        "Env: OI_GUARD_TIME_LIMIT (default 60).")
+
+    @default("guard_time_limit")
+    def _guard_time_limit_default(self) -> float:
+        return env_number("OI_GUARD_TIME_LIMIT", 60.0)
+
+    guard_memory_limit = Unicode(
+        config=True,
+        help="Memory a guarded step may take above what the kernel uses when it starts "
+        "(e.g. '2G', '512M'; RLIMIT_AS, so threads' reserved address space counts); when it "
+        "runs out, the step is asked about and may run without this limit. '0': none. "
+        "Env: OI_GUARD_MEMORY_LIMIT (default 2G).")
+
+    @default("guard_memory_limit")
+    def _guard_memory_limit_default(self) -> str:
+        import os
+
+        return os.environ.get("OI_GUARD_MEMORY_LIMIT", "2G")

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from oi_kernel.core import changes, four_eyes, identity, prompts
+from oi_kernel.core import changes, four_eyes, guard, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
@@ -21,6 +21,7 @@ from oi_kernel.core.events import (
     Decided,
     Event,
     EventSink,
+    GuardStopped,
     Notice,
     StepDone,
     StepReviewed,
@@ -80,6 +81,9 @@ class StepHost(Protocol):
     known_safe: list[str]  # the user's entries for the known-safe review
     known_safe_denied: list[str]  # the administrator's
     step_timeout: float
+    guard: str
+    guard_time_limit: float
+    guard_memory_limit: str
     max_output_chars: int
     turns: list[Turn]  # as the events build them (core.turn_fold): read, never assigned
     conversation: Conversation  # (only where the next instruction will start)
@@ -230,8 +234,36 @@ class StepRunner:
         if verdict is not None:  # what the step binds, for the next steps' review
             self.names.ran(verdict if decision.code == block.code
                            else self.known_safe(ran_block.language, decision.code))
-        await self._execute(turn, StepRecord(index, block, decision), ran_block,
-                            format_flags(flags), emit, spec)
+        guarded = guard.guarded(self.host.guard, self.host.approval, request, decision)
+        stopped = await self._execute(turn, StepRecord(index, block, decision), ran_block,
+                                      format_flags(flags), emit, spec, guarded=guarded)
+        if stopped is not None:
+            return await self._ask_after_stop(turn, request, ran_block, stopped, run_all, emit)
+        return run_all or decision.run_all, False
+
+    async def _ask_after_stop(
+        self, turn: Turn, request: ApprovalRequest, block: CodeBlock, stopped: guard.GuardStop,
+        run_all: bool, emit: EventSink,
+    ) -> tuple[bool, bool]:
+        """A guarded step was stopped (by the guard or a default limit): the session log
+        records it, and the step is asked about, its card saying what stopped it; approved,
+        it runs again without the guard and its limits, as approved. Nothing is rolled back
+        in between: the guard stopped the step before the operation, and what it did before
+        (variables, new files) is what the approved run starts from."""
+        index = request.step
+        emit(GuardStopped(turn.index, index, stopped))
+        again = replace(request, block=block, flags=[*stopped.flags(), *request.flags])
+        emit(CodeProposed(again, True))
+        decision = await self.host.approver.decide(again)
+        if decision.action != "run":
+            status, _feedback = _not_run(decision)
+            emit(Decided(StepRecord(index, block, decision, status,
+                                    feedback=stopped.declined()), turn.index, again))
+            return run_all, decision.action == "stop"
+        emit(Decided(StepRecord(index, block, decision), turn.index, again))
+        rerun = replace(block, code=decision.code)
+        await self._execute(turn, StepRecord(index, block, decision), rerun,
+                            format_flags(again.flags), emit)
         return run_all or decision.run_all, False
 
     def known_safe(self, language: str, code: str) -> Verdict:
@@ -284,14 +316,23 @@ class StepRunner:
 
     async def _execute(
         self, turn: Turn, step: StepRecord, block: CodeBlock, flags: str, emit: EventSink,
-        spec: ToolSpec | None = None,
-    ) -> None:
+        spec: ToolSpec | None = None, guarded: bool = False,
+    ) -> guard.GuardStop | None:
         """Run ``block``, the code ``step`` was decided to run, and say how it went
-        (``StepDone``: ``step`` with its status, outputs, feedback, duration and changes)."""
+        (``StepDone``: ``step`` with its status, outputs, feedback, duration and changes).
+        ``guarded``: under the runtime guard and the default limits; what stopped it, if
+        anything, is returned (the step is then asked about)."""
         tracked = False if block.tool else await self.host.rollback.track_begin(block.language)
+        try:
+            limits = await self._arm_guard() if guarded else None
+        except Exception as exc:  # fails closed: the step is asked about, not run unguarded
+            self.host.log.exception("the runtime guard could not be armed")
+            return guard.GuardStop([{"event": "guard", "what": "setting up the guard failed "
+                                     f"({type(exc).__name__}: {exc}), so nothing ran"}])
         started = time.monotonic()
         try:
-            result = await self._run_with_timeout(block, context_of(emit))
+            result = await self._run_with_timeout(block, context_of(emit),
+                                                  limits[0] if limits else 0)
         except asyncio.CancelledError:
             ended = replace(step, status="interrupted", duration_s=time.monotonic() - started,
                             feedback=prompts.step_feedback("interrupted", ""))
@@ -302,13 +343,22 @@ class StepRunner:
         if tracked and (result is None or result.status != "died"):
             changed = await self.host.rollback.track_end()
         ran = replace(step, duration_s=time.monotonic() - started, changes=changed)
+        stopped = None
+        if limits is not None and not (result is not None and result.status == "died"):
+            stopped = guard.stop_of(await self._guard_report(), result, limits[0],
+                                    limits[1], result is None and limits[0] > 0 and (
+                                        not self.step_timeout or limits[0] < self.step_timeout))
+        if result is None and stopped is not None:  # the guard's time limit: asked about next
+            emit(StepDone(replace(ran, status="interrupted", feedback=stopped.summary()),
+                          turn.index, block, spec))
+            return stopped
         if result is None:  # the step timeout stopped it (the executor interrupted the child)
             feedback = _with_changes(prompts.step_feedback(
                 "timeout", timeout_feedback(self.step_timeout), flags), changed)
             emit(Notice(timeout_notice(self.step_timeout), "warning"))
             emit(StepDone(replace(ran, status="interrupted", feedback=feedback), turn.index,
                           block, spec))
-            return
+            return None
         if result.status == "died":
             emit(Notice(result.message, "error"))  # the user sees it too, not only the model
         policy = self.host.policy
@@ -327,6 +377,29 @@ class StepRunner:
                               feedback=feedback), turn.index, block, spec,
                       [{"source": s.label, "kind": s.kind, "phrase": s.phrase(),
                         "verb": s.verb} for s in found]))
+        return stopped
+
+    async def _guard_report(self) -> dict[str, Any] | None:
+        try:
+            report = await self.executor.guard_report()  # type: ignore[attr-defined]
+            if not report.get("guarded"):
+                self.host.log.warning("a step meant to run guarded ran without the guard "
+                                      "(its cell never started)")
+            return report
+        except Exception:  # (e.g. a child restarted after a time limit: the limit says it)
+            self.host.log.exception("the runtime guard's report could not be read")
+            return None
+
+    async def _arm_guard(self) -> tuple[float, str] | None:
+        """Have the executor run the next block under the guard; (its time limit, its
+        memory limit as text), or None when this executor cannot guard (then the step runs
+        as the review decided, unguarded: the log's execution record has no guard stop)."""
+        arm = getattr(self.executor, "arm_guard", None)
+        if arm is None:
+            return None
+        memory = self.host.guard_memory_limit.strip()
+        await arm(guard.settings(self.executor.cwd, memory))
+        return self.host.guard_time_limit, "" if memory in ("", "0") else memory
 
     def _outside(self, block: CodeBlock, spec: ToolSpec | None, result: ExecResult,
                  text: str) -> list[Source]:
@@ -347,9 +420,10 @@ class StepRunner:
         return found if carries_text(text) else []
 
     async def _run_with_timeout(
-        self, block: CodeBlock, context: TurnContext = NO_CONTEXT
+        self, block: CodeBlock, context: TurnContext = NO_CONTEXT, limit: float = 0
     ) -> ExecResult | None:
-        """The executor's result, or None when ``step_timeout`` expired first.
+        """The executor's result, or None when ``step_timeout`` (or ``limit``, the lower
+        one) expired first.
 
         On expiry the run is cancelled, which the executor turns into an interrupt
         of the child (and a restart if it will not stop). A cancellation from
@@ -357,7 +431,8 @@ class StepRunner:
         """
         run = (self.toolbox.run(block, self.step_timeout or self.tool_settings.call_timeout)
                if block.tool else self.executor.run(block, context=context))
-        if not self.step_timeout:
+        timeout = min(t for t in (self.step_timeout, limit, float("inf")) if t)
+        if timeout == float("inf"):
             return await run
         task = asyncio.ensure_future(run)
         expired = False
@@ -367,7 +442,7 @@ class StepRunner:
             expired = True
             task.cancel()
 
-        timer = asyncio.get_running_loop().call_later(self.step_timeout, expire)
+        timer = asyncio.get_running_loop().call_later(timeout, expire)
         try:
             return await task
         except asyncio.CancelledError:

@@ -12,7 +12,6 @@ import os
 import pickle
 import shutil
 import signal
-import sys
 import time
 
 from oi_kernel.execution.probe import (
@@ -32,7 +31,8 @@ from oi_kernel.execution.probe import (
     scan,
 )
 from oi_kernel.execution.probe_copy import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
-from oi_kernel.execution.probe_watch import _audit, _Watch
+from oi_kernel.execution.probe_guard_cell import guard_arm, guard_taken
+from oi_kernel.execution.probe_watch import _Watch, hook
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -380,9 +380,7 @@ def checkpoint(cid, store, snapshot=False, drop_ids=(), relist=False):
     the next cell lists the files again (``arm_relist``); ``drop_ids``: checkpoints to drop
     once this one is kept (one round trip for all)."""
     Settings.store = os.path.abspath(store)  # relative: to where the code runs (a remote kernel)
-    if not _State.hooked:
-        sys.addaudithook(_audit)
-        _State.hooked = True
+    hook()
     started = time.perf_counter()
     cp = Checkpoint(cid)
     _State.checkpoints[cid] = cp
@@ -464,11 +462,24 @@ def drop(cid):
     return {"ok": True}
 
 
-_CALLS = {f.__name__: f for f in (begin, end, checkpoint, restore, drop, configure)}
+def guard(settings):
+    """Run the next cell under the runtime guard (probe_guard.py) with ``settings``."""
+    hook()
+    return guard_arm(settings)
+
+
+def guard_report():
+    """What the guard stopped in the last guarded cell."""
+    return guard_taken()
+
+
+_CALLS = {f.__name__: f for f in (begin, end, checkpoint, restore, drop, configure, guard,
+                                  guard_report)}
 
 
 def call(name, *args, settings=None, drop_first=(), **kwargs):
-    """The entry point: one of ``begin end checkpoint restore drop configure``, after applying
+    """The entry point: one of ``begin end checkpoint restore drop configure guard
+    guard_report``, after applying
     ``settings`` (see ``configure``) and dropping ``drop_first`` (checkpoints the engine has
     let go of since its last call: one round trip for all); the result as JSON text."""
     if settings:

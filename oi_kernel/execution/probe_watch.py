@@ -10,6 +10,7 @@ import hashlib
 import os
 import stat
 import struct
+import sys
 
 from oi_kernel.execution.probe import (
     FRONTEND_SAVED,
@@ -22,6 +23,7 @@ from oi_kernel.execution.probe import (
     _walk,
     ignored,
 )
+from oi_kernel.execution.probe_guard import _Guard, check
 
 # inotify(7) constants (Linux)
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -200,6 +202,13 @@ _EVENT = struct.Struct("iIII")
 _State.watcher = _Watch  # ``scan`` (probe.py) keeps its result current from now on
 
 
+def hook():
+    """Install the probe's one audit hook (once: a hook cannot be removed)."""
+    if not _State.hooked:
+        sys.addaudithook(_audit)
+        _State.hooked = True
+
+
 _FILE_EVENTS = ("os.remove", "os.rename", "shutil.rmtree", "os.truncate", "shutil.move",
                 "os.rmdir")
 _AUDITED = frozenset({"open", *_FILE_EVENTS})
@@ -209,7 +218,10 @@ _DIR_FDS = {"os.remove": (1, None), "os.rmdir": (1, None), "shutil.rmtree": (1, 
 
 def _audit(event, args):
     """Save pre-images before a step writes, renames or removes a file. Called for every
-    audit event of the process (each ``id()``, ``compile``...): the others leave at once."""
+    audit event of the process (each ``id()``, ``compile``...): the others leave at once.
+    First, while guarded code may be alive, the runtime guard's ``check`` (probe_guard.py)."""
+    if _Guard.on:
+        check(event, args)
     if event not in _AUDITED:
         return
     cp = _State.current

@@ -29,11 +29,13 @@ from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext
 from oi_kernel.core.types import CodeBlock
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
+from oi_kernel.execution.limits import parse_size
 from oi_kernel.execution.probe_loader import BOOT
 from oi_kernel.languages import as_ipython_cell
 
 STOP_GRACE_S = 3.0
 END_KEY = "_oi_probe_end"  # the user expression of a step's own ``end`` (``carry_end``)
+GUARD_KEY = "_oi_guard_report"  # the one of the guard's report (``arm_guard``)
 
 
 class Execution:
@@ -74,6 +76,8 @@ class ChildRunner:
         # the next ``run_code`` asks for the probe's ``end(**these)`` itself (``carry_end``)
         self._carry_end: dict[str, Any] | None = None
         self._ended: dict[str, Any] | None = None  # what that ``end`` returned
+        self._guarding = False  # the next ``run_code`` runs under the guard (``arm_guard``)
+        self._guard_report: dict[str, Any] | None = None  # its report, carried back
         child.on_iopub = self._on_iopub
 
     @property
@@ -119,6 +123,28 @@ class ChildRunner:
         code run and what the user sees are unchanged). ``probe("end")`` then returns it, or
         asks the child itself when the step failed or was stopped."""
         self._carry_end, self._ended = dict(kwargs), None
+
+    async def arm_guard(self, settings: dict[str, Any]) -> None:
+        """Run the next block under the runtime guard (``probe_guard``): one probe call,
+        which arms IPython's ``pre_run_cell``; the report comes back with that block's
+        reply when it succeeded (``guard_report``). ``settings["memory"]``: a size ("2G")."""
+        try:
+            memory = parse_size(settings.get("memory") or 0)
+        except ValueError as exc:
+            self.child.log.warning("guard_memory_limit: %s; 2G is used", exc)
+            memory = parse_size("2G")
+        answer = await self.probe("guard", {**settings, "memory": memory})
+        if not answer.get("ok"):
+            raise ChildKernelError(f"the runtime guard could not be armed: {answer}")
+        self._guarding, self._guard_report = True, None
+
+    async def guard_report(self) -> dict[str, Any]:
+        """What the guard stopped in the block run after ``arm_guard`` (from its reply, or
+        asked for: the reply of a block that failed carries no user expressions)."""
+        report, self._guard_report = self._guard_report, None
+        if report is not None:
+            return report
+        return await self.probe("guard_report")
 
     async def run(self, block: CodeBlock, context: TurnContext = NO_CONTEXT) -> ExecResult:
         """The ``Executor`` seam: run one approved block (other languages via cell magics).
@@ -187,6 +213,9 @@ class ChildRunner:
         await self.prepare()
         carry, self._carry_end, self._ended = self._carry_end, None, None
         end = {END_KEY: _probe_call("end", (), carry)} if carry is not None else None
+        guarding, self._guarding = self._guarding, False
+        if guarding:
+            end = {**(end or {}), GUARD_KEY: _probe_call("guard_report", (), {})}
         try:
             run = self.start(
                 code, msg_id=msg_id, allow_stdin=allow_stdin, store_history=store_history,
@@ -197,6 +226,12 @@ class ChildRunner:
             return ExecResult("died", [], str(exc))
         result = await self.finish(run, timeout)
         carried = (run.content.get("user_expressions") or {}).get(END_KEY) if end else None
+        reported = (run.content.get("user_expressions") or {}).get(GUARD_KEY) if guarding else None
+        if reported:
+            try:
+                self._guard_report = _probe_result(reported, run.content)
+            except ChildKernelError:
+                self._guard_report = None
         if carried:
             try:
                 self._ended = _probe_result(carried, run.content)

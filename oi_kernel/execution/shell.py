@@ -284,6 +284,21 @@ class ShellExecutor:
 
         return json.loads(local_probe().call(name, *args, **kwargs))
 
+    async def arm_guard(self, settings: dict[str, Any]) -> None:
+        """Run the next block under the runtime guard (``probe_guard``), here in the user's
+        own process as in a child kernel."""
+        from oi_kernel.execution.limits import parse_size
+
+        try:
+            memory = parse_size(settings.get("memory") or 0)
+        except ValueError:
+            memory = parse_size("2G")
+        await self.probe("guard", {**settings, "memory": memory})
+
+    async def guard_report(self) -> dict[str, Any]:
+        """What the guard stopped in the block run after ``arm_guard``."""
+        return await self.probe("guard_report")
+
     async def namespace_summary(self) -> str:
         """The user's variables, briefly (IPython's own names left out, secrets masked)."""
         from oi_kernel.core.namespace import summarize

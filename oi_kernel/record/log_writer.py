@@ -135,6 +135,10 @@ def _answer_check(e: E.AnswerChecked) -> Record:
     return "answer_check", {"answer": e.answer, "asked": e.asked, **e.check.to_dict()}
 
 
+def _guard_stop(e: E.GuardStopped) -> Record:
+    return "guard_stop", {"turn": e.turn, "step": e.step, **e.stop.record()}
+
+
 def _tool_notice(e: E.ToolNotice) -> Record:
     return "tool_notice", {"text": e.text}
 
@@ -200,6 +204,7 @@ RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.Decided: _decision,
     E.StepDone: _execution,
     E.ToolNotice: _tool_notice,
+    E.GuardStopped: _guard_stop,
     E.CheckpointKept: _checkpoint,
     E.RolledBack: _rollback,
     E.ConversationReset: _reset,

@@ -353,6 +353,15 @@ class ToolsOfferedRecord(Record):
     functions: tuple[Any, ...] = ()
 
 
+@_kind("guard_stop")
+@dataclass(frozen=True, kw_only=True)
+class GuardStopRecord(InTurnRecord):
+    step: int | None = None
+    stops: tuple[Any, ...] = ()
+    limit: str = ""
+    limit_text: str = ""
+
+
 @_kind("tool_notice")
 @dataclass(frozen=True, kw_only=True)
 class ToolNoticeRecord(Record):

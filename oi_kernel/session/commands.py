@@ -22,7 +22,7 @@ from oi_kernel.session.assembly import RESTART_NOTICE, Session
 
 ON, OFF = frozenset({"on", "1", "true", "yes"}), frozenset({"off", "0", "false", "no"})
 LIMITS = ("step_timeout", "max_tokens_per_turn", "max_cost_per_turn",
-          "max_tokens_per_session", "max_cost_per_session")
+          "max_tokens_per_session", "max_cost_per_session", "guard_time_limit")
 
 
 @dataclass
