@@ -182,6 +182,11 @@ def _direct(e: E.DirectRun) -> Record:
                       **({"duration_s": e.duration_s} if e.duration_s is not None else {})}
 
 
+def _rebuild(e: E.Rebuilt) -> Record:
+    return "rebuild", {"lost": e.lost, "planned": e.planned, "ran": e.ran,
+                       "failed": e.failed, "skipped": e.skipped, "files": e.files}
+
+
 # By exact type: a ToolNotice is logged, a plain Notice is not.
 RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.TurnStarted: _turn_start,
@@ -206,6 +211,7 @@ RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.ToolsOffered: _tools_offered,
     E.ChildRestarted: _child_restart,
     E.DirectRun: _direct,
+    E.Rebuilt: _rebuild,
 }
 
 

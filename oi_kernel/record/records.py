@@ -305,6 +305,19 @@ class ChildRestartRecord(Record):
     reason: str = ""
 
 
+@_kind("rebuild")
+@dataclass(frozen=True, kw_only=True)
+class RebuildRecord(Record):
+    """``%rebuild``: the steps of a lost child kernel re-run in a new one."""
+
+    lost: str = ""
+    planned: int | None = None
+    ran: int | None = None
+    failed: str = ""
+    skipped: tuple[Any, ...] = ()
+    files: dict | None = None
+
+
 @_kind("conversation_reset")
 @dataclass(frozen=True, kw_only=True)
 class ConversationResetRecord(Record):

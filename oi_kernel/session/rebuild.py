@@ -1,0 +1,287 @@
+"""``%rebuild``: a lost child kernel's namespace built again from the session log.
+
+When the child kernel dies (``os._exit``, the OOM killer, a culled gateway kernel) or is
+restarted on purpose (``%reset --restart``), its variables are gone, but the session log
+holds every step that built them. ``plan`` reads the log (``record.replay.parse_session``)
+for the lost kernel's generation: the records between the restart before it and the one
+that replaced it. It keeps the code that ran and ended "ok" after a person (or the
+approval policy) let it run, byte for byte as it ran (an edit as edited), instruction
+steps and direct cells (``%%python``, ``!cmd``, other cell magics) in their order, and
+says why it leaves out the rest. ``rebuild`` restores the workspace files from the
+checkpoint kept before the first of those steps when its copies survived on disk, then
+re-runs the steps through the engine's usual review and execution (``run_code_steps``):
+approved once, they run without asking, except those the risk review flags for the
+network, deletion or installs, which ask again through the front door's approver. The
+first step that does not end "ok" stops it; what ran before is kept. Every rebuild is
+recorded (a ``rebuild`` record, after the turn of its steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from oi_kernel.core.events import Rebuilt
+from oi_kernel.core.steps import review_or_flag
+from oi_kernel.core.types import CodeBlock
+from oi_kernel.errors import OIError
+from oi_kernel.safety.risk import Flag
+from oi_kernel.session.commands import CommandContext, command, split_args
+
+if TYPE_CHECKING:  # (the log's readers load when a rebuild is asked for, not at start-up)
+    from oi_kernel.record.records import DirectRecord, Record
+    from oi_kernel.record.replay import RecordedTurn
+
+# what the risk review may flag that asks again before a rebuild re-runs it
+REASK = frozenset({"network", "delete-files", "package-install", "pipe-to-shell"})
+_RAN_ONCE = frozenset({"approved", "edited", "auto"})
+_WHY_NOT = {
+    "error": "it ended with an error when it ran",
+    "died": "the kernel died while it ran (running it again would lose the kernel again)",
+    "interrupted": "it was interrupted when it ran",
+    "refused": "it was refused (its language was not available)",
+}
+_SHOWN_LINES = 8
+
+
+@dataclass(frozen=True)
+class Step:
+    """One piece of recorded code to run again."""
+
+    where: str  # "instruction 2 (“…”), step 1" or "`%%python` cell"
+    block: CodeBlock
+    flags: list[Flag]
+    turn: int | None = None  # the instruction's number (its checkpoint's); None: a direct cell
+
+    @property
+    def asks(self) -> bool:
+        return any(f.category in REASK for f in self.flags)
+
+
+@dataclass
+class Plan:
+    """What a rebuild would do."""
+
+    lost: str  # why the kernel was lost, in words
+    steps: list[Step] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "where: why"
+
+
+# ----------------------------------------------------------------------------- the plan
+def plan(records: list[Record], prefix: str = "%", dead_now: bool = False) -> Plan:
+    """The rebuild of the generation before the newest child kernel (see the module
+    docstring); ``dead_now``: the current child died and was not replaced yet, so it is
+    the lost one. Raises OIError when there is nothing to rebuild."""
+    from oi_kernel.record.records import ChildRestartRecord, DirectRecord, RebuildRecord
+    from oi_kernel.record.replay import RecordedTurn, parse_session
+
+    restarts = [i for i, r in enumerate(records) if isinstance(r, ChildRestartRecord)]
+    if dead_now:  # (as if the restart the next cell makes were recorded)
+        records = [*records, ChildRestartRecord(reason="the previous child kernel died")]
+        restarts.append(len(records) - 1)
+    if not restarts:
+        raise OIError("The Python kernel has not been restarted or lost in this session: "
+                      "there is nothing to rebuild.")
+    end = restarts[-1]
+    if any(isinstance(r, RebuildRecord) for r in records[end + 1:]):
+        raise OIError(f"This kernel was rebuilt already ({prefix}log shows the rebuild). "
+                      f"Undo it with {prefix}undo to rebuild again.")
+    start = restarts[-2] + 1 if len(restarts) > 1 else 0
+    restart = records[end]
+    assert isinstance(restart, ChildRestartRecord)
+    lost = "it died" if "died" in restart.reason else f"it was restarted ({restart.reason})"
+    result = Plan(lost)
+    for action in parse_session(records[start:end]).timeline:
+        if isinstance(action, RecordedTurn):
+            _add_turn(result, action)
+        elif isinstance(action, DirectRecord):
+            _add_direct(result, action)
+    return result
+
+
+def _add_turn(result: Plan, turn: RecordedTurn) -> None:
+    first = (turn.instruction.splitlines() or [""])[0]
+    title = f"instruction {turn.index} (“{first[:60]}{'…' if len(first) > 60 else ''}”)"
+    for n in sorted(set(turn.proposals) | set(turn.decisions) | set(turn.executions)):
+        where = f"{title}, step {n}"
+        decision, ran = turn.decisions.get(n), turn.executions.get(n)
+        if decision is not None and decision.action not in _RAN_ONCE:
+            result.skipped.append(f"{where}: it was {decision.action or 'not run'}, not run")
+        elif ran is None:
+            result.skipped.append(f"{where}: it did not run")
+        elif ran.tool:
+            result.skipped.append(f"{where}: a call of the tool `{ran.tool}` (what it did is "
+                                  "its server's, not the kernel's)")
+        elif ran.status != "ok":
+            result.skipped.append(f"{where}: {_WHY_NOT.get(ran.status, ran.status)}")
+        elif decision is None:
+            result.skipped.append(f"{where}: no decision to run it was recorded")
+        else:
+            block = CodeBlock(ran.language or "python", ran.code)
+            result.steps.append(Step(where, block, review_or_flag(block.language, ran.code),
+                                     turn.index))
+
+
+def _add_direct(result: Plan, cell: DirectRecord) -> None:
+    code = cell.code
+    if cell.kind == "shell" and not code.lstrip().startswith("!"):  # (older logs)
+        code = "\n".join(f"!{line}" for line in code.splitlines())
+    label = {"python": "`%%python` cell", "shell": "`!` shell cell"}.get(
+        cell.kind, f"`{(code.splitlines() or [''])[0][:30]}` cell")
+    where = f"{label} ({cell.time[11:19] or 'direct'})" if cell.time else label
+    if cell.status != "ok":
+        result.skipped.append(f"{where}: {_WHY_NOT.get(cell.status, cell.status)}")
+        return
+    result.steps.append(Step(where, CodeBlock("python", code), review_or_flag("python", code)))
+
+
+# ----------------------------------------------------------------------------- in words
+def plan_markdown(p: Plan, prefix: str, dry_run: bool) -> str:
+    n = len(p.steps)
+    verb = "would re-run" if dry_run else "re-runs"
+    head = (f"**Rebuild.** The previous Python kernel was lost ({p.lost}). `{prefix}rebuild` "
+            f"{verb} {n} recorded step{'s' if n != 1 else ''} in the new kernel, in order, "
+            "exactly as they ran:")
+    lines = [head, ""]
+    for i, step in enumerate(p.steps, 1):
+        lines.append(f"{i}. {step.where}: {_risk(step)}")
+        lines.append(_code(step.block))
+    if not p.steps:
+        lines.append("*(no step that ran to the end was recorded for that kernel)*")
+    if p.skipped:
+        lines += ["", "Not re-run:", *(f"- {s}" for s in p.skipped)]
+    if dry_run:
+        lines += ["", f"Nothing was run. `{prefix}rebuild` runs them."]
+    return "\n".join(lines)
+
+
+def _risk(step: Step) -> str:
+    if not step.flags:
+        return "no risk flags"
+    names = ", ".join(sorted({f.category for f in step.flags}))
+    return f"flagged: {names}" + (" — **asks again**" if step.asks else "")
+
+
+def _code(block: CodeBlock) -> str:
+    lines = block.code.splitlines() or [""]
+    shown = lines[:_SHOWN_LINES]
+    if len(lines) > _SHOWN_LINES:
+        shown.append(f"# … {len(lines) - _SHOWN_LINES} more lines")
+    fence = "````" if "```" in block.code else "```"
+    body = "\n".join(f"   {line}" for line in shown)
+    return f"   {fence}{block.language}\n{body}\n   {fence}"
+
+
+def _failure(step: Any) -> str:
+    for out in step.outputs:
+        if out.get("output_type") == "error":
+            return f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"
+    if step.status == "skipped":
+        return "you did not let it run"
+    return (step.feedback.splitlines() or [step.status])[0][:200]
+
+
+def _defined(steps: list[Any]) -> list[str]:
+    names: list[str] = []
+    for step in steps:
+        for var in ((step.changes or {}).get("variables") or []):
+            if var.get("change") in ("new", "changed") and var.get("name") not in names:
+                names.append(var["name"])
+    return names
+
+
+def files_markdown(report: dict[str, Any] | None, number: int | None) -> str:
+    if number is None:
+        return ("Files were left as they are: no checkpoint from before the first step was "
+                "kept.")
+    if report is None or report.get("missing"):
+        return (f"Files were left as they are: the copies checkpoint {number} saved did not "
+                "survive.")
+    restored, removed = report.get("restored") or [], report.get("removed") or []
+    said = f"Files put back as they were before instruction {number}"
+    if restored or removed:
+        said += ": " + "; ".join(filter(None, [
+            f"restored {', '.join(f'`{f}`' for f in restored)}" if restored else "",
+            f"removed {', '.join(f'`{f}`' for f in removed)}" if removed else ""]))
+    else:
+        said += " (none had changed)"
+    if report.get("not_restored"):
+        said += f"; not restored: {', '.join(report['not_restored'])}"
+    return said + "."
+
+
+# ----------------------------------------------------------------------------- running it
+async def rebuild(ctx: CommandContext, dry_run: bool) -> None:
+    from oi_kernel.record.session_log import read_records
+
+    session = ctx.session
+    log = session.log
+    if log is None:
+        raise OIError("This session keeps no log, so there is nothing to rebuild from.")
+    if not dry_run and session.runner is not None:
+        session.rebuilding = True  # the restart notice need not offer what is under way
+        try:
+            await session.runner.prepare()  # a dead child is replaced (and recorded) now
+        finally:
+            session.rebuilding = False
+    child = session.child
+    dead_now = child is not None and child.km is not None and not child.is_running
+    p = plan(read_records(log.path), ctx.prefix, dead_now)
+    ctx.say(plan_markdown(p, ctx.prefix, dry_run))
+    if dry_run or not p.steps:
+        return
+    engine = session.engine
+    first = p.steps[0].turn
+    checkpoint = next((c for c in engine.rollback.checkpoints if c.number == first), None)
+    report = None
+    if checkpoint is not None:
+        try:
+            report = await engine.rollback.restore_files_only(checkpoint)
+        except Exception as exc:  # the files are as they were: say so, rebuild anyway
+            report = {"missing": True}
+            ctx.say(f"The files could not be restored ({exc}).")
+    files = files_markdown(report, first if checkpoint is not None else None)
+    turn = await engine.steps.run_code_steps(
+        f"{ctx.prefix}rebuild", [s.block for s in p.steps], ctx.events(), reask=REASK,
+        stop_on_failure=True, rebuild=p.lost)
+    ran = [s for s in turn.steps if s.status == "ok"]
+    failed = next((s for s in turn.steps if s.status not in ("ok", "skipped")), None)
+    said_skip = [f"{p.steps[s.index - 1].where}: you skipped it"
+                 for s in turn.steps if s.status == "skipped"]
+    failed_text = ""
+    if failed is not None:
+        failed_text = f"{p.steps[failed.index - 1].where}: {_failure(failed)}"
+    session.publish(Rebuilt(p.lost, len(p.steps), len(ran), failed_text,
+                            p.skipped + said_skip, report or {}))
+    ctx.say(_report(p, turn.steps, ran, failed, failed_text, said_skip, files))
+
+
+def _report(p: Plan, steps: list[Any], ran: list[Any], failed: Any, failed_text: str,
+            said_skip: list[str], files: str) -> str:
+    names = _defined(ran)
+    back = f" Defined again: {', '.join(f'`{n}`' for n in names)}." if names else ""
+    if failed is not None:
+        head = (f"**Rebuild stopped at step {failed.index} of {len(p.steps)}** "
+                f"({failed_text}). The {len(ran)} step{'s' if len(ran) != 1 else ''} before "
+                "it ran and what they built is kept; the later ones were not run.")
+    elif len(steps) < len(p.steps):
+        head = (f"**Rebuild stopped** after {len(steps)} of {len(p.steps)} steps (you "
+                "stopped it); what ran is kept.")
+    else:
+        head = f"**Rebuilt**: {len(ran)} of {len(p.steps)} steps ran again."
+    parts = [head + back, files]
+    skipped = p.skipped + said_skip
+    if skipped:
+        parts.append("Not re-run: " + "; ".join(skipped) + ".")
+    parts.append("What a rebuild cannot bring back: the state of outside systems, random "
+                 "numbers drawn without a seed, and files changed outside this session.")
+    return "\n\n".join(parts)
+
+
+@command("rebuild", "[--dry-run]", "after the Python kernel was lost or restarted, re-run the "
+         "recorded code that built its variables (--dry-run lists it)", needs_child=True)
+async def _rebuild(ctx: CommandContext, arg: str) -> None:
+    words, flags = split_args(ctx, arg, {"--dry-run"}, "rebuild [--dry-run]")
+    if words:
+        raise ctx.usage("rebuild [--dry-run]")
+    await rebuild(ctx, "--dry-run" in flags)
