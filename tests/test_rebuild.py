@@ -19,7 +19,8 @@ from tests import llm_server as S
 from tests.kernel_client import KernelSession
 from tests.test_kernel import kernel_env
 
-LOAD = "import pandas as pd\ndf = pd.read_csv('sales.csv')"
+LOAD = ("import pandas as pd\ndf = pd.read_csv('sales.csv')\n"
+        "_ = open('runs.txt', 'a').write('loaded\\n')")
 TOTAL = "total = int(df['amount'].sum())\nprint(total)"
 KILL = "%%python\nimport os\nos._exit(1)"
 
@@ -125,6 +126,9 @@ def test_a_child_lost_to_os_exit_is_rebuilt_with_its_dataframe(llm_server, tmp_p
         assert "`df`" in done.text and "`total`" in done.text
         back = ks.execute("%%python\nprint(len(df), total)")
         assert back.stdout == "3 42\n"
+        # the files were put back as before the first step, which appended to runs.txt again
+        assert "Files put back as they were before instruction 1: removed `runs.txt`" in done.text
+        assert (tmp_path / "runs.txt").read_text() == "loaded\n"
         assert "rebuilt already" in ks.execute("%rebuild").text
 
     events = _log_events(tmp_path)
@@ -177,3 +181,44 @@ def test_a_flagged_step_asks_again_and_a_failing_step_stops_the_rebuild(llm_serv
 
     (rebuilt,) = [e for e in _log_events(tmp_path) if e["event"] == "rebuild"]
     assert rebuilt["ran"] == 2 and "step 3" in rebuilt["failed"]
+
+
+def test_the_api_rebuilds_and_asks_its_callback_for_a_flagged_step(llm_server, tmp_path):
+    from oi_kernel.api import Interpreter
+    from oi_kernel.core.types import Decision
+
+    (tmp_path / "old.txt").write_text("x")
+    asked: list[str] = []
+
+    def approve(request):
+        asked.append(request.block.code)
+        return Decision("run", request.block.code)
+
+    it = Interpreter("openai/scripted", api_base=llm_server.url, api_key="sk-test-123456789",
+                     log_dir=tmp_path / "logs", cwd=tmp_path, approve=approve)
+    with it:
+        llm_server.enqueue(S.tool_call("import os\nif os.path.exists('old.txt'):\n"
+                                       "    os.remove('old.txt')"),
+                           S.tool_call("answer = 6 * 7"), S.text("Done."))
+        list(it.chat("tidy up and compute"))
+        assert len(asked) == 2  # approve asks about every step when auto_run is off
+        assert it.run_code("import os\nos._exit(1)").status == "died"
+        listing = it.rebuild(dry_run=True)
+        assert "would re-run 2 recorded steps" in listing and "delete-files" in listing
+        asked.clear()
+        done = it.rebuild()
+        assert "Rebuilt**: 2 of 2" in done
+        assert len(asked) == 1 and "os.remove" in asked[0]  # only the flagged step asked
+        assert it.run_code("print(answer)").text == "42"
+
+
+def test_rebuild_is_a_command_where_code_runs_in_a_child_of_ours():
+    from oi_kernel.session import commands
+    from oi_kernel.session.assembly import build_session
+
+    kernel = build_session("kernel", approver=object(), logging=False)
+    magic = build_session("magic", approver=object(), logging=False, executor=kernel.runner)
+    magic.child = None
+    assert "rebuild" in {c.name for c in commands.available(kernel)}
+    assert "rebuild" not in {c.name for c in commands.available(magic)}
+    assert "--dry-run" in commands.COMMANDS["rebuild"].usage

@@ -197,7 +197,7 @@ class StepRunner:
             emit(UntrustedNotice(f"Step {index} {untrusted_note(followed)} (text from outside "
                                  f"your instruction) and runs without asking ({why}).",
                                  "warning"))
-        decision = await self._decide(request, asks)
+        decision = await self._decide(request, run_all, asks)
         if decision.action != "run":
             status, feedback = _not_run(decision)
             emit(Decided(StepRecord(index, block, decision, status, feedback=feedback),
@@ -240,8 +240,9 @@ class StepRunner:
                 request.four_eyes, request.four_eyes_source = mode, source
                 return
 
-    async def _decide(self, request: ApprovalRequest, asks: bool) -> Decision:
-        if not asks:
+    async def _decide(self, request: ApprovalRequest, run_all: bool,
+                      asks: bool | None = None) -> Decision:
+        if not (self.needs_approval(request, run_all) if asks is None else asks):
             return Decision("run", request.block.code, by="auto")
         decision = await self.host.approver.decide(request)
         if (request.four_eyes and decision.action == "run"
