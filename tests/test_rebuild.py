@@ -222,3 +222,27 @@ def test_rebuild_is_a_command_where_code_runs_in_a_child_of_ours():
     assert "rebuild" in {c.name for c in commands.available(kernel)}
     assert "rebuild" not in {c.name for c in commands.available(magic)}
     assert "--dry-run" in commands.COMMANDS["rebuild"].usage
+
+
+def test_acp_rebuild_asks_the_client_for_the_flagged_step(llm_server, tmp_path):
+    from tests.test_acp import Client, agent, prompt, run, text_of
+
+    tidy = "import os\nif os.path.exists('old.txt'):\n    os.remove('old.txt')"
+    llm_server.enqueue(S.tool_call(tidy), S.tool_call("answer = 6 * 7"), S.text("Done."),
+                       S.tool_call("import os\nos._exit(1)"), S.text("It died."),
+                       S.tool_call("print(answer)"), S.text("42."))
+    client = Client(["allow_once"] * 6)
+
+    async def go() -> None:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            await prompt(conn, sid, "tidy up and compute")
+            await prompt(conn, sid, "crash")
+            asked = len(client.permissions)
+            await prompt(conn, sid, "/rebuild")
+            assert len(client.permissions) == asked + 1  # only the flagged step asked again
+            assert "os.remove" in text_of(client.permissions[-1][0])
+            await prompt(conn, sid, "print the answer")
+
+    run(go())
+    assert "Rebuilt**: 2 of 2 steps ran again" in client.message()
+    assert "42" in text_of(client.finished()[-1])

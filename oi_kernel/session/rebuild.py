@@ -85,7 +85,8 @@ def plan(records: list[Record], prefix: str = "%", dead_now: bool = False) -> Pl
     end = restarts[-1]
     if any(isinstance(r, RebuildRecord) for r in records[end + 1:]):
         raise OIError(f"This kernel was rebuilt already ({prefix}log shows the rebuild). "
-                      f"Undo it with {prefix}undo to rebuild again.")
+                      f"To start again from a clean kernel: {prefix}reset --restart, then "
+                      f"{prefix}rebuild.")
     start = restarts[-2] + 1 if len(restarts) > 1 else 0
     restart = records[end]
     assert isinstance(restart, ChildRestartRecord)
