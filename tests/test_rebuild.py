@@ -179,8 +179,35 @@ def test_a_flagged_step_asks_again_and_a_failing_step_stops_the_rebuild(llm_serv
         left = ks.execute("%%python\nprint(callable(fetch), first, 'last' in dir())")
         assert left.stdout == "True 1 False\n"  # what ran before the failure is kept
 
+        (tmp_path / "notes.txt").write_text("back")  # the cause fixed: it goes on from there
+        listing = ks.execute("%rebuild --dry-run").text
+        assert "would re-run 2 recorded steps" in listing and "goes on from step 3" in listing
+        assert "urlopen" not in listing  # (ran in the rebuild before)
+        again = ks.execute("%rebuild", timeout=60)
+        assert again.prompts == [] and "Rebuilt**: 2 of 2 steps ran again" in again.text
+        assert ks.execute("%%python\nprint(first, notes, last)").stdout == "1 back 3\n"
+        assert "rebuilt already" in ks.execute("%rebuild").text
+
+    first_try, second = [e for e in _log_events(tmp_path) if e["event"] == "rebuild"]
+    assert first_try["ran"] == 2 and "step 3" in first_try["failed"]
+    assert (first_try["planned"], first_try["done"]) == (4, 2)
+    assert (second["ran"], second["done"], second["failed"]) == (2, 4, "")
+
+
+def test_a_flagged_step_with_no_way_to_ask_stops_the_rebuild_and_it_is_recorded(
+        llm_server, tmp_path):
+    with _kernel(llm_server, tmp_path) as ks:
+        llm_server.enqueue(S.tool_call("x = 1"),
+                           S.tool_call("import os\nif os.path.exists('old.txt'):\n"
+                                       "    os.remove('old.txt')"), S.text("Done."))
+        ks.execute("tidy up")
+        ks.execute(KILL, timeout=30)
+        refused = ks.execute("%rebuild", timeout=60)  # no stdin, no widgets: nobody to ask
+        assert refused.status == "error"
+        assert ks.execute("%%python\nprint(x)").stdout == "1\n"  # the step before ran
     (rebuilt,) = [e for e in _log_events(tmp_path) if e["event"] == "rebuild"]
-    assert rebuilt["ran"] == 2 and "step 3" in rebuilt["failed"]
+    assert rebuilt["ran"] == 1 and rebuilt["done"] == 1
+    assert rebuilt["failed"].startswith("the rebuild ended early")
 
 
 def test_the_api_rebuilds_and_asks_its_callback_for_a_flagged_step(llm_server, tmp_path):

@@ -294,7 +294,8 @@ class DirectRun:
 class Rebuilt:
     """``%rebuild`` re-ran the recorded code of a lost child kernel in a new one: why the
     old one was lost, how many steps were planned and ran, the one that failed (its place
-    and why; "" when none), what was skipped and why, and the files restored."""
+    and why; "" when none), what was skipped and why, the files restored, and how far
+    through the plan it got."""
 
     lost: str
     planned: int
@@ -302,6 +303,7 @@ class Rebuilt:
     failed: str = ""
     skipped: list[str] = field(default_factory=list)
     files: dict[str, Any] = field(default_factory=dict)
+    done: int = 0  # the plan's steps handled (ran or skipped) so far: a next rebuild goes on
 
 
 Event = (

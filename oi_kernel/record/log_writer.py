@@ -184,7 +184,8 @@ def _direct(e: E.DirectRun) -> Record:
 
 def _rebuild(e: E.Rebuilt) -> Record:
     return "rebuild", {"lost": e.lost, "planned": e.planned, "ran": e.ran,
-                       "failed": e.failed, "skipped": e.skipped, "files": e.files}
+                       "failed": e.failed, "skipped": e.skipped, "files": e.files,
+                       "done": e.done}
 
 
 # By exact type: a ToolNotice is logged, a plain Notice is not.

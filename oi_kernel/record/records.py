@@ -316,6 +316,7 @@ class RebuildRecord(Record):
     failed: str = ""
     skipped: tuple[Any, ...] = ()
     files: dict | None = None
+    done: int | None = None  # the plan's steps handled; below ``planned``: it stopped
 
 
 @_kind("conversation_reset")

@@ -18,6 +18,7 @@ recorded (a ``rebuild`` record, after the turn of its steps).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,11 @@ class Plan:
     lost: str  # why the kernel was lost, in words
     steps: list[Step] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "where: why"
+    done: int = 0  # steps handled by an earlier rebuild of this kernel that stopped
+
+    def step(self, index: int) -> Step:
+        """The plan's step of a rebuild turn's step ``index`` (from 1)."""
+        return self.steps[self.done + index - 1]
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -83,7 +89,10 @@ def plan(records: list[Record], prefix: str = "%", dead_now: bool = False) -> Pl
         raise OIError("The Python kernel has not been restarted or lost in this session: "
                       "there is nothing to rebuild.")
     end = restarts[-1]
-    if any(isinstance(r, RebuildRecord) for r in records[end + 1:]):
+    earlier = [r for r in records[end + 1:] if isinstance(r, RebuildRecord)]
+    done = earlier[-1].done if earlier else 0
+    if earlier and (done is None or earlier[-1].planned is None
+                    or done >= earlier[-1].planned):
         raise OIError(f"This kernel was rebuilt already ({prefix}log shows the rebuild). "
                       f"To start again from a clean kernel: {prefix}reset --restart, then "
                       f"{prefix}rebuild.")
@@ -91,7 +100,7 @@ def plan(records: list[Record], prefix: str = "%", dead_now: bool = False) -> Pl
     restart = records[end]
     assert isinstance(restart, ChildRestartRecord)
     lost = "it died" if "died" in restart.reason else f"it was restarted ({restart.reason})"
-    result = Plan(lost)
+    result = Plan(lost, done=done or 0)
     for action in parse_session(records[start:end]).timeline:
         if isinstance(action, RecordedTurn):
             _add_turn(result, action)
@@ -138,15 +147,19 @@ def _add_direct(result: Plan, cell: DirectRecord) -> None:
 
 # ----------------------------------------------------------------------------- in words
 def plan_markdown(p: Plan, prefix: str, dry_run: bool) -> str:
-    n = len(p.steps)
+    n = len(p.steps) - p.done
     verb = "would re-run" if dry_run else "re-runs"
     head = (f"**Rebuild.** The previous Python kernel was lost ({p.lost}). `{prefix}rebuild` "
             f"{verb} {n} recorded step{'s' if n != 1 else ''} in the new kernel, in order, "
             "exactly as they ran:")
+    if p.done:
+        head += (f" (it goes on from step {p.done + 1}: the rebuild before stopped there, "
+                 f"after steps 1–{p.done})")
     lines = [head, ""]
     for i, step in enumerate(p.steps, 1):
-        lines.append(f"{i}. {step.where}: {_risk(step)}")
-        lines.append(_code(step.block))
+        if i > p.done:
+            lines.append(f"{i}. {step.where}: {_risk(step)}")
+            lines.append(_code(step.block))
     if not p.steps:
         lines.append("*(no step that ran to the end was recorded for that kernel)*")
     if p.skipped:
@@ -177,8 +190,8 @@ def _failure(step: Any) -> str:
     for out in step.outputs:
         if out.get("output_type") == "error":
             return f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"
-    if step.status == "skipped":
-        return "you did not let it run"
+    if step.status in ("skipped", "stopped"):
+        return f"you {step.status} it"
     return (step.feedback.splitlines() or [step.status])[0][:200]
 
 
@@ -229,32 +242,53 @@ async def rebuild(ctx: CommandContext, dry_run: bool) -> None:
     dead_now = child is not None and child.km is not None and not child.is_running
     p = plan(read_records(log.path), ctx.prefix, dead_now)
     ctx.say(plan_markdown(p, ctx.prefix, dry_run))
-    if dry_run or not p.steps:
+    if dry_run or len(p.steps) <= p.done:
         return
     engine = session.engine
     first = p.steps[0].turn
     checkpoint = next((c for c in engine.rollback.checkpoints if c.number == first), None)
     report = None
-    if checkpoint is not None:
+    if checkpoint is not None and not p.done:  # (going on: restored by the rebuild before)
         try:
             report = await engine.rollback.restore_files_only(checkpoint)
         except Exception as exc:  # the files are as they were: say so, rebuild anyway
             report = {"missing": True}
             ctx.say(f"The files could not be restored ({exc}).")
     files = files_markdown(report, first if checkpoint is not None else None)
-    turn = await engine.steps.run_code_steps(
-        f"{ctx.prefix}rebuild", [s.block for s in p.steps], ctx.events(), reask=REASK,
-        stop_on_failure=True, rebuild=p.lost)
-    ran = [s for s in turn.steps if s.status == "ok"]
-    failed = next((s for s in turn.steps if s.status not in ("ok", "skipped")), None)
-    said_skip = [f"{p.steps[s.index - 1].where}: you skipped it"
-                 for s in turn.steps if s.status == "skipped"]
-    failed_text = ""
+    steps: list[Any] = []
+    before = len(engine.turns)
+    try:
+        turn = await engine.steps.run_code_steps(
+            f"{ctx.prefix}rebuild", [s.block for s in p.steps[p.done:]], ctx.events(),
+            reask=REASK,
+            stop_on_failure=True, rebuild=p.lost)
+        steps = turn.steps
+    except BaseException as exc:  # interrupted, or no way to ask: recorded all the same
+        steps = engine.turns[before].steps if len(engine.turns) > before else []
+        why = str(exc) or type(exc).__name__
+        with contextlib.suppress(Exception):  # (the error the user sees is this one)
+            _record(ctx, p, steps, report, f"the rebuild ended early: {why}")
+        raise
+    ctx.say(_report(p, steps, *_record(ctx, p, steps, report), files))
+
+
+def _record(ctx: CommandContext, p: Plan, steps: list[Any], report: dict[str, Any] | None,
+            ended: str = "") -> tuple[list[Any], Any, str, list[str]]:
+    """Write the ``rebuild`` record; (the steps that ran, the one that failed, why, the
+    steps the user skipped)."""
+    if ended and steps and steps[-1].status != "ok":  # the step it ended at did not run
+        steps = steps[:-1]
+    ran = [s for s in steps if s.status == "ok"]
+    failed = next((s for s in steps if s.status not in ("ok", "skipped")), None)
+    said_skip = [f"{p.step(s.index).where}: you skipped it"
+                 for s in steps if s.status == "skipped"]
+    failed_text = ended
     if failed is not None:
-        failed_text = f"{p.steps[failed.index - 1].where}: {_failure(failed)}"
-    session.publish(Rebuilt(p.lost, len(p.steps), len(ran), failed_text,
-                            p.skipped + said_skip, report or {}))
-    ctx.say(_report(p, turn.steps, ran, failed, failed_text, said_skip, files))
+        failed_text = f"{p.step(failed.index).where}: {_failure(failed)}"
+    handled = failed.index - 1 if failed is not None else len(steps)
+    ctx.session.publish(Rebuilt(p.lost, len(p.steps), len(ran), failed_text,
+                                p.skipped + said_skip, report or {}, p.done + handled))
+    return ran, failed, failed_text, said_skip
 
 
 def _report(p: Plan, steps: list[Any], ran: list[Any], failed: Any, failed_text: str,
@@ -262,14 +296,12 @@ def _report(p: Plan, steps: list[Any], ran: list[Any], failed: Any, failed_text:
     names = _defined(ran)
     back = f" Defined again: {', '.join(f'`{n}`' for n in names)}." if names else ""
     if failed is not None:
-        head = (f"**Rebuild stopped at step {failed.index} of {len(p.steps)}** "
+        head = (f"**Rebuild stopped at step {p.done + failed.index} of {len(p.steps)}** "
                 f"({failed_text}). The {len(ran)} step{'s' if len(ran) != 1 else ''} before "
-                "it ran and what they built is kept; the later ones were not run.")
-    elif len(steps) < len(p.steps):
-        head = (f"**Rebuild stopped** after {len(steps)} of {len(p.steps)} steps (you "
-                "stopped it); what ran is kept.")
+                "it ran and what they built is kept; the later ones were not run. Once the "
+                "cause is fixed, the rebuild command again goes on from that step.")
     else:
-        head = f"**Rebuilt**: {len(ran)} of {len(p.steps)} steps ran again."
+        head = f"**Rebuilt**: {len(ran)} of {len(p.steps) - p.done} steps ran again."
     parts = [head + back, files]
     skipped = p.skipped + said_skip
     if skipped:
