@@ -313,6 +313,25 @@ class Interpreter:
         _removed, rolled = self._res.loop.call(self.engine.rollback.restore(number))
         return rolled
 
+    def rebuild(self, dry_run: bool = False) -> str:
+        """After the child kernel died or was restarted: re-run, in the new one, the recorded
+        code that built the lost one's variables (approved code that ran to the end, in
+        order; steps flagged for the network, deletion or installs ask ``approve`` again; the
+        first failing step stops it). ``dry_run`` only lists the steps. Returns what it
+        restored, skipped and why, in words (Markdown), as ``%rebuild`` shows it."""
+        from oi_kernel.session.commands import CommandContext
+        from oi_kernel.session.rebuild import rebuild
+
+        self._check_idle()
+        said: list[str] = []
+        ctx = CommandContext(self.session, said.append, lambda: lambda event: None)
+        self._busy = True
+        try:
+            self._res.loop.call(rebuild(ctx, dry_run))
+        finally:
+            self._busy = False
+        return "\n\n".join(said)
+
     def reset(self) -> None:
         """Forget the conversation; Python variables are kept (see ``restart``)."""
         self._check_idle()

@@ -314,11 +314,27 @@ class DirectRun:
     duration_s: float | None = None
 
 
+@dataclass(frozen=True)
+class Rebuilt:
+    """``%rebuild`` re-ran the recorded code of a lost child kernel in a new one: why the
+    old one was lost, how many steps were planned and ran, the one that failed (its place
+    and why; "" when none), what was skipped and why, the files restored, and how far
+    through the plan it got."""
+
+    lost: str
+    planned: int
+    ran: int
+    failed: str = ""
+    skipped: list[str] = field(default_factory=list)
+    files: dict[str, Any] = field(default_factory=dict)
+    done: int = 0  # the plan's steps handled (ran or skipped) so far: a next rebuild goes on
+
+
 Event = (
     TextDelta | ReasoningDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
     | UntrustedNotice | TurnStarted | LLMRequested | LLMFailed | ToolsUnsupported | SampleDrawn
     | DraftSetAside | DraftsSampled | StepReviewed | CheckpointKept | RolledBack | ConversationReset
     | ConversationUndone | ConversationSaved | ConversationLoaded | ProfileApplied
-    | ToolsOffered | ChildRestarted | DirectRun | AnswerChecked
+    | ToolsOffered | ChildRestarted | DirectRun | AnswerChecked | Rebuilt
 )
 EventSink = Callable[[Event], None]

@@ -296,6 +296,18 @@ class Rollback:
         self.host.publish(RolledBack(checkpoint.number, report))
         return restore_message(report, f"before instruction {checkpoint.number} (“{first}”)")
 
+    async def restore_files_only(self, checkpoint: Checkpoint) -> dict[str, Any]:
+        """The files as they were at ``checkpoint``, from the copies it saved on disk, for a
+        child that did not keep it (the one that did was lost: ``%rebuild`` re-runs the code
+        for the variables). It and later ones are used up. The probe's report; ``missing``:
+        its copies are gone too."""
+        self._snapshot = None
+        report = await self._probe("restore", checkpoint.number, self.store_dir())
+        self.checkpoints = [c for c in self.checkpoints if c.number < checkpoint.number]
+        if not report.get("missing"):
+            self.host.publish(RolledBack(checkpoint.number, report))
+        return report
+
     async def undo_and_roll_back(self, n: int = 1) -> tuple[list[str], str]:
         """Forget the last ``n`` instructions and roll the state back to before the first of
         them that ran code. Returns (the instructions, what the rollback did, "" if none)."""

@@ -139,11 +139,15 @@ class StepRunner:
         return self.host.step_timeout
 
     async def run_code_steps(
-        self, title: str, blocks: list[CodeBlock], emit: EventSink, **log_fields: Any
+        self, title: str, blocks: list[CodeBlock], emit: EventSink, *,
+        reask: frozenset[str] | None = None, stop_on_failure: bool = False, **log_fields: Any
     ) -> Turn:
-        """Propose recorded code (``%load --replay``) through the same review, approval and
-        execution path as the model's code, without calling the LLM. The conversation is
-        not changed; the steps are recorded as a turn (``log_fields`` go in its turn_start)."""
+        """Propose recorded code (``%load --replay``, ``%rebuild``) through the same review,
+        approval and execution path as the model's code, without calling the LLM. The
+        conversation is not changed; the steps are recorded as a turn (``log_fields`` go in
+        its turn_start). ``reask``: code approved before runs without asking unless the
+        review flags one of these categories (or the policy's floor asks);
+        ``stop_on_failure``: a step that does not end "ok" ends the turn there."""
         emit = self.host.tee(emit)
         emit(TurnStarted(len(self.host.turns) + 1, title, log_fields,
                          conversation_index=len(self.host.conversation.turn_starts)))
@@ -151,9 +155,10 @@ class StepRunner:
         run_all, reason = False, ""
         try:
             for block in blocks:
-                run_all, stop = await self.run_step(turn, len(turn.steps) + 1, block, run_all,
-                                                    emit)
-                if stop:
+                run_all, stop = await self.run_step(turn, len(turn.steps) + 1, block,
+                                                    run_all, emit, reask)
+                failed = stop_on_failure and turn.steps[-1].status not in ("ok", "skipped")
+                if stop or failed:
                     reason = "stopped"
                     break
             else:
@@ -169,10 +174,12 @@ class StepRunner:
         return turn
 
     async def run_step(
-        self, turn: Turn, index: int, block: CodeBlock, run_all: bool, emit: EventSink
+        self, turn: Turn, index: int, block: CodeBlock, run_all: bool, emit: EventSink,
+        reask: frozenset[str] | None = None,
     ) -> tuple[bool, bool]:
         """Step ``index`` of ``turn``: review, decide, run ``block``; its record is what its
-        events build (``turn.steps``). Returns (run_all, stop)."""
+        events build (``turn.steps``). Returns (run_all, stop). ``reask``: see
+        ``run_code_steps``."""
         verdict: Verdict | None = None
         named: Flag | None = None  # the known-safe review's flag, when it is on the card
         if block.tool:
@@ -208,7 +215,11 @@ class StepRunner:
                          turn.index, request, spec))
             emit(Notice(feedback, "warning"))
             return run_all, False
-        asks = self.needs_approval(request, run_all)
+        if reask is None:
+            asks = self.needs_approval(request, run_all)
+        else:  # approved once already: asked again only for what the review names
+            asks = self.needs_approval(request, True) or any(f.category in reask
+                                                             for f in flags)
         emit(CodeProposed(request, asks))
         if followed and not asks and not turn.untrusted_noticed:
             why = ("`%approval risky` asks about such steps" if self.host.auto_run
@@ -218,7 +229,7 @@ class StepRunner:
             emit(UntrustedNotice(f"Step {index} {untrusted_note(followed)} (text from outside "
                                  f"your instruction) and runs without asking ({why}).",
                                  "warning"))
-        decision = await self._decide(request, run_all)
+        decision = await self._decide(request, run_all, asks)
         if decision.action != "run":
             status, feedback = _not_run(decision)
             emit(Decided(StepRecord(index, block, decision, status, feedback=feedback),
@@ -303,8 +314,9 @@ class StepRunner:
                 request.four_eyes, request.four_eyes_source = mode, source
                 return
 
-    async def _decide(self, request: ApprovalRequest, run_all: bool) -> Decision:
-        if not self.needs_approval(request, run_all):
+    async def _decide(self, request: ApprovalRequest, run_all: bool,
+                      asks: bool | None = None) -> Decision:
+        if not (self.needs_approval(request, run_all) if asks is None else asks):
             return Decision("run", request.block.code, by="auto")
         decision = await self.host.approver.decide(request)
         if (request.four_eyes and decision.action == "run"

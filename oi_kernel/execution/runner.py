@@ -73,6 +73,7 @@ class ChildRunner:
         self._lost = False  # a stuck run made us shut the child down: say so on the next run
         # code sent to the child (or a restart) since: a probe snapshot older is stale
         self.generation = 0
+        self._restarts_seen = 0  # the child's restarts announced so far
         # the next ``run_code`` asks for the probe's ``end(**these)`` itself (``carry_end``)
         self._carry_end: dict[str, Any] | None = None
         self._ended: dict[str, Any] | None = None  # what that ``end`` returned
@@ -242,6 +243,9 @@ class ChildRunner:
     async def prepare(self) -> None:
         """Make ``start`` possible: a running child, its restart announced."""
         restarted = await self.child.ensure_running()
+        # (a completion request may have restarted it first: still a restart to announce)
+        seen, self._restarts_seen = self._restarts_seen, getattr(self.child, "restarts", 0)
+        restarted = restarted or self._restarts_seen != seen
         if restarted or self._lost:
             self.generation += 1
         if (restarted or self._lost) and self.on_restart is not None:

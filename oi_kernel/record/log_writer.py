@@ -190,6 +190,12 @@ def _direct(e: E.DirectRun) -> Record:
                       **({"duration_s": e.duration_s} if e.duration_s is not None else {})}
 
 
+def _rebuild(e: E.Rebuilt) -> Record:
+    return "rebuild", {"lost": e.lost, "planned": e.planned, "ran": e.ran,
+                       "failed": e.failed, "skipped": e.skipped, "files": e.files,
+                       "done": e.done}
+
+
 # By exact type: a ToolNotice is logged, a plain Notice is not.
 RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.TurnStarted: _turn_start,
@@ -216,6 +222,7 @@ RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.ChildRestarted: _child_restart,
     E.DirectRun: _direct,
     E.AnswerChecked: _answer_check,
+    E.Rebuilt: _rebuild,
 }
 
 

@@ -319,6 +319,20 @@ class ChildRestartRecord(Record):
     reason: str = ""
 
 
+@_kind("rebuild")
+@dataclass(frozen=True, kw_only=True)
+class RebuildRecord(Record):
+    """``%rebuild``: the steps of a lost child kernel re-run in a new one."""
+
+    lost: str = ""
+    planned: int | None = None
+    ran: int | None = None
+    failed: str = ""
+    skipped: tuple[Any, ...] = ()
+    files: dict | None = None
+    done: int | None = None  # the plan's steps handled; below ``planned``: it stopped
+
+
 @_kind("conversation_reset")
 @dataclass(frozen=True, kw_only=True)
 class ConversationResetRecord(Record):

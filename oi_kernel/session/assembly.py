@@ -85,6 +85,7 @@ class Session:
         self._log: Any = None
         self.mcp_error = ""  # why the MCP config could not be used ("" when it could)
         self._config_evaluated = False  # config_problems has read the environment defaults
+        self.rebuilding = False  # ``%rebuild`` is replacing a lost child (session.rebuild)
 
     @property
     def executor(self) -> Executor:
@@ -141,7 +142,16 @@ class Session:
     def child_restarted(self, reason: str = "the previous child kernel died") -> None:
         """The runner started a new child: record it and tell the user."""
         self.publish(ChildRestarted(reason))
-        self.notify(RESTART_NOTICE)
+        self.notify(RESTART_NOTICE if self.rebuilding else self.restart_notice())
+
+    def restart_notice(self) -> str:
+        """The variables are gone, and (where commands are typed and a log is kept) how
+        ``%rebuild`` brings them back (``session.rebuild``)."""
+        if not (self.logging and self.door.prefix and self.child is not None):
+            return RESTART_NOTICE
+        p = self.door.prefix
+        return (f"{RESTART_NOTICE} `{p}rebuild` re-runs the recorded code that built them "
+                f"(`{p}rebuild --dry-run` lists it first).")
 
     async def restart_child(self, reason: str, *, wait: bool = False, **fields: Any) -> None:
         """Stop the child and start a new one (its variables are lost), recorded in the log.

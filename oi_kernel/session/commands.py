@@ -327,7 +327,7 @@ async def _reset(ctx: CommandContext, arg: str) -> None:
     session.engine.reset()
     if arg == "--restart":
         await session.restart_child(f"{ctx.prefix}reset --restart")
-        ctx.say(f"Conversation forgotten. {RESTART_NOTICE}")
+        ctx.say(f"Conversation forgotten. {session.restart_notice()}")
     elif session.child is None:
         ctx.say("Conversation forgotten. Your variables are kept.")
     else:
