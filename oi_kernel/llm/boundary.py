@@ -7,7 +7,8 @@ import time. litellm downloads its price table when it is imported unless
 ``LITELLM_LOCAL_MODEL_COST_MAP`` is set: the variable is set for the import only and the
 environment put back as it was. Process-wide settings (no "Give Feedback" banners; work
 that cannot change a request or the reply we read skipped: ``fastpath``; the objects of the
-import left out of full garbage collections) are applied only by a front door that owns the
+import left out of full garbage collections; library log lines sent to the kernel's log,
+not the cell: ``library_logs``) are applied only by a front door that owns the
 process: the Open Interpreter kernel calls ``own_process()``; inside a user's IPython
 (``%%oi``) or script (the API), litellm and the openai SDK are left as the user set them.
 """
@@ -60,8 +61,11 @@ def load() -> ModuleType:
 def own_process() -> None:
     """This process is ours (the kernel): quieten litellm and take the SDK fast path."""
     global _owned
+    from oi_kernel.llm import library_logs
+
     with _import_lock:
         _owned = True
+        library_logs.route()
         if _litellm is not None:
             _claim(_litellm)
 
@@ -76,9 +80,10 @@ def _claim(litellm: ModuleType) -> None:
     litellm and the openai SDK leave ~300,000 objects that live as long as the process, and
     every full collection walked them all (~170 ms on the event loop, every ~80 turns of a
     long session); frozen, a full collection takes ~7 ms (benchmarks/README.md)."""
-    from oi_kernel.llm import fastpath
+    from oi_kernel.llm import fastpath, library_logs
 
     litellm.suppress_debug_info = True
+    library_logs.route()  # its import made handlers that write into the cell
     fastpath.skip_noop_request_transform()
     fastpath.iterate_sdk_streams_directly()
     fastpath.skip_base64_scan_for_logging()

@@ -31,6 +31,7 @@ from traitlets.config import Configurable
 
 from oi_kernel.core.codeblocks import first_block_end
 from oi_kernel.errors import ConfigError
+from oi_kernel.llm.providers import FREE_CACHE
 
 PROVIDER = "local"
 MODEL_NAME = "local/smollm2"
@@ -186,6 +187,10 @@ class LocalModel(Configurable):
             raise ConfigError(
                 f"The embedded model needs llama-cpp-python. Install it with: {INSTALL_HINT}"
             ) from exc
+        from oi_kernel.llm import boundary, library_logs
+
+        if boundary.owns_process():
+            library_logs.route_llama(llama_module.llama_cpp)
         started = time.monotonic()
         with _without_extra_buffers(llama_module.llama_cpp):
             llama = llama_module.Llama(
@@ -442,6 +447,7 @@ def _register_free_cost(litellm: Any) -> None:
                 MODEL_NAME: {
                     "input_cost_per_token": 0.0,
                     "output_cost_per_token": 0.0,
+                    **FREE_CACHE,
                     "litellm_provider": PROVIDER,
                     "mode": "chat",
                 }
