@@ -192,7 +192,7 @@ class LocalModel(Configurable):
         if boundary.owns_process():
             library_logs.route_llama(llama_module.llama_cpp)
         started = time.monotonic()
-        with _without_extra_buffers(llama_module.llama_cpp):
+        with without_extra_buffers(llama_module.llama_cpp):
             llama = llama_module.Llama(
                 model_path=str(self.path()),
                 n_ctx=self.n_ctx,
@@ -280,7 +280,7 @@ class LocalModel(Configurable):
 
 
 @contextlib.contextmanager
-def _without_extra_buffers(bindings: Any) -> Iterator[None]:
+def without_extra_buffers(bindings: Any) -> Iterator[None]:
     """Load the model without llama.cpp's extra weight buffers (AMX, repacking).
 
     llama-cpp-python does not expose ``use_extra_bufts``, so the default-parameters function
