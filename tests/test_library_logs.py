@@ -21,6 +21,7 @@ from tests.test_reliability import config_dir
 
 CANARY = """\
 import logging
+import warnings
 import oi_kernel.llm.boundary as boundary
 
 _load_async = boundary.load_async
@@ -30,6 +31,7 @@ async def load_async():
     litellm.verbose_logger.warning("canary-litellm: a library warning")
     logging.getLogger("httpx").warning("canary-httpx: a library warning")
     logging.getLogger("mcp.client.session").warning("canary-mcp: a library warning")
+    warnings.warn("canary-warnings: a library warning", UserWarning, stacklevel=1)
     return litellm
 
 boundary.load_async = load_async
@@ -49,7 +51,7 @@ def test_library_warnings_go_to_the_kernel_log_not_the_cell(llm_server, tmp_path
     shown = "".join(str(m["content"]) for m in result.messages + later.messages)
     assert "canary" not in shown
     kernel_log = stderr_path.read_text()
-    for name in ("litellm", "httpx", "mcp"):
+    for name in ("litellm", "httpx", "mcp", "warnings"):
         assert f"canary-{name}: a library warning" in kernel_log, kernel_log[-3000:]
 
 
@@ -91,6 +93,7 @@ def fake_kernel_app():
     root = logging.getLogger()
     for h in [h for h in root.handlers if isinstance(h, library_logs.KernelLog)]:
         root.removeHandler(h)
+    logging.captureWarnings(False)
 
 
 class _CellStream:

@@ -3,7 +3,8 @@
 In the Open Interpreter kernel ``sys.stderr`` is ipykernel's stream to the notebook. A
 library's ``logging.StreamHandler`` made after the kernel started (litellm makes three when
 it is imported) writes there, and so does Python's last-resort handler for loggers that
-have none (httpx, the openai and MCP SDKs, our own): their warnings showed up in the cell,
+have none (httpx, the openai and MCP SDKs, our own), and Python's ``warnings`` (pydantic's
+about litellm's types): they showed up in the cell,
 e.g. litellm's ``register_model: ... has custom pricing but not in built-in cost map``.
 ``route()`` sends them to the kernel application's log instead (the process's real
 stderr: the terminal Jupyter runs in, or the server's log), where ipykernel's own lines go.
@@ -17,7 +18,6 @@ Only a process that is ours routes anything (``boundary.own_process``); in a use
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import sys
@@ -69,6 +69,7 @@ def route() -> bool:
     root = logging.getLogger()
     if not any(isinstance(h, KernelLog) for h in root.handlers):
         root.addHandler(KernelLog(target))  # instead of the last resort, which is the cell
+        logging.captureWarnings(True)  # Python warnings (pydantic's about litellm's types)
     debugging = bool(os.environ.get(DEBUG_ENV, "").strip())
     for name, logger in list(logging.Logger.manager.loggerDict.items()):
         if not isinstance(logger, logging.Logger) or logger is target:
@@ -87,6 +88,8 @@ def route_llama(bindings: Any) -> None:
     go to the ``llama_cpp`` logger instead, warnings and errors only. ``bindings``:
     ``llama_cpp.llama_cpp``. Does nothing outside a kernel or when the bindings moved."""
     global _llama_callback
+    import ctypes
+
     if _llama_callback is not None or kernel_log() is None or sys.stderr is sys.__stderr__:
         return
     make = getattr(bindings, "llama_log_callback", None)
