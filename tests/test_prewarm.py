@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import asyncio, json, sys
@@ -33,7 +31,7 @@ with S.ScriptedLLMServer() as server:
     before = set(sys.modules)
     reply = asyncio.run(llm.stream([{"role": "user", "content": "say done"}], None))
     new = sorted(m for m in set(sys.modules) - before
-                 if m.split(".")[0] in ("litellm", "openai", "httpx", "anyio", "tiktoken"))
+                 if m.split(".")[0] in ("litellm", "openai"))
 print(json.dumps({"warmed": warmed, "text": reply.text, "new": new}))
 """
 
@@ -46,12 +44,10 @@ def first_request(mode: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("mode", ["prewarm", "cold"])
-def test_the_first_request_after_prewarm_imports_almost_nothing(mode):
-    result = first_request(mode)
-    assert result["text"] == "Done."
-    if mode == "prewarm":
-        assert result["warmed"] is True
-        assert len(result["new"]) <= 10, result["new"]
-    else:  # what the prewarm takes off the first request (the test can tell the difference)
-        assert len(result["new"]) > 30, result["new"]
+def test_the_first_request_after_prewarm_imports_almost_nothing():
+    """litellm 1.110.2: 3 modules left after the prewarm, 47 without it; 1.83.0: 4 and 15."""
+    warm, cold = first_request("prewarm"), first_request("cold")
+    assert warm["text"] == cold["text"] == "Done."
+    assert warm["warmed"] is True
+    assert len(warm["new"]) <= 6, warm["new"]
+    assert len(cold["new"]) >= len(warm["new"]) + 10, cold["new"]  # the prewarm did it
