@@ -73,11 +73,14 @@ class KernelSession:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         connection_file: str | None = None,
+        stderr: Any = None,
     ) -> None:
+        """``stderr``: a file the kernel process's own stderr (the kernel's log) goes to."""
         self.km = KernelManager(kernel_name=kernel_name, **(
             {"connection_file": connection_file} if connection_file else {}))
         full_env = {**os.environ, **(env or {})}
-        self.km.start_kernel(env=full_env, cwd=cwd)
+        self.km.start_kernel(env=full_env, cwd=cwd,
+                             **({"stderr": stderr} if stderr is not None else {}))
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=90)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from oi_kernel._version import __version__
 from oi_kernel.cli.install import DISPLAY_NAME, KERNEL_NAME
+from oi_kernel.cli.serve_local import add_serve_local_command
 from oi_kernel.errors import OIError
 
 
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_verify)
     add_headless_commands(sub)
     add_replay_command(sub)
+    add_serve_local_command(sub)
     p = sub.add_parser("acp", help="run as an Agent Client Protocol agent on stdio (Jupyter AI, "
                        "Zed, any ACP client); settings as for the kernel: OI_MODEL, ...")
     p.set_defaults(func=cmd_acp)

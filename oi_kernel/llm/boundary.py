@@ -7,7 +7,8 @@ import time. litellm downloads its price table when it is imported unless
 ``LITELLM_LOCAL_MODEL_COST_MAP`` is set: the variable is set for the import only and the
 environment put back as it was. Process-wide settings (no "Give Feedback" banners; work
 that cannot change a request or the reply we read skipped: ``fastpath``; the objects of the
-import left out of full garbage collections) are applied only by a front door that owns the
+import left out of full garbage collections; library log lines sent to the kernel's log,
+not the cell: ``library_logs``) are applied only by a front door that owns the
 process: the Open Interpreter kernel calls ``own_process()``; inside a user's IPython
 (``%%oi``) or script (the API), litellm and the openai SDK are left as the user set them.
 """
@@ -18,7 +19,9 @@ import asyncio
 import contextlib
 import functools
 import gc
+import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from types import ModuleType
@@ -60,8 +63,11 @@ def load() -> ModuleType:
 def own_process() -> None:
     """This process is ours (the kernel): quieten litellm and take the SDK fast path."""
     global _owned
+    from oi_kernel.llm import library_logs
+
     with _import_lock:
         _owned = True
+        library_logs.route()
         if _litellm is not None:
             _claim(_litellm)
 
@@ -76,14 +82,22 @@ def _claim(litellm: ModuleType) -> None:
     litellm and the openai SDK leave ~300,000 objects that live as long as the process, and
     every full collection walked them all (~170 ms on the event loop, every ~80 turns of a
     long session); frozen, a full collection takes ~7 ms (benchmarks/README.md)."""
-    from oi_kernel.llm import fastpath
+    from oi_kernel.llm import fastpath, library_logs
 
     litellm.suppress_debug_info = True
+    library_logs.route()  # its import made handlers that write into the cell
     fastpath.skip_noop_request_transform()
     fastpath.iterate_sdk_streams_directly()
     fastpath.skip_base64_scan_for_logging()
     fastpath.skip_cost_of_unread_stream()
     gc.freeze()
+
+
+# While litellm imports in the background, the thread that serves the user's cells gets the
+# GIL back after at most this long (Python's default is 5 ms; each relay step of a cell
+# waited up to that for the import thread, making cells ~2x slower in the first seconds).
+IMPORT_SWITCH_INTERVAL_S = 0.0005
+PREWARM_MODEL = "openai/oi-kernel-warm-up"  # a mock request's model name (nothing is sent)
 
 
 def warm_up() -> None:
@@ -92,8 +106,53 @@ def warm_up() -> None:
     with _import_lock:
         if _litellm is not None or _warm_thread is not None:
             return
-        _warm_thread = threading.Thread(target=load, name="oi-litellm-import", daemon=True)
+        _warm_thread = threading.Thread(target=_background_import, name="oi-litellm-import",
+                                        daemon=True)
         _warm_thread.start()
+
+
+def _background_import() -> None:
+    """``load()`` with a short GIL switch interval meanwhile, in a process that is ours."""
+    before = sys.getswitchinterval()
+    if _owned:
+        sys.setswitchinterval(min(before, IMPORT_SWITCH_INTERVAL_S))
+    try:
+        litellm = load()
+        if _owned:
+            prewarm(litellm)
+    finally:
+        if _owned:
+            sys.setswitchinterval(before)
+
+
+def prewarm(litellm: ModuleType) -> bool:
+    """Do ahead what the first request would do after the import: load the tokenizer that
+    counts the context, and run one streamed completion through litellm's own mock path
+    (no HTTP: ``mock_response``), which imports the ~65 modules and builds the pydantic
+    schemas that litellm defers to its first request (0.3 s of CPU with litellm 1.110,
+    0.7 s of the first instruction's wall time on a loaded machine). Only when no litellm
+    callback would see the mock call. Returns whether it ran; a litellm whose mock path
+    moved is left alone (logged, never said to the user)."""
+    from oi_kernel.llm import fastpath
+
+    count_tokens("warm up")
+    if not fastpath.logs_nothing(litellm):
+        return False
+
+    async def one_mock_stream() -> None:
+        reply = await litellm.acompletion(
+            model=PREWARM_MODEL, messages=[{"role": "user", "content": "warm up"}],
+            mock_response="ok", stream=True)
+        async for _ in reply:
+            pass
+
+    try:
+        asyncio.run(one_mock_stream())
+    except Exception:
+        logging.getLogger(__name__).info("litellm prewarm failed: skipped", exc_info=True)
+        return False
+    return True
+
 
 
 async def load_async() -> ModuleType:

@@ -429,6 +429,8 @@ class LLM(Configurable):
         self, litellm: ModuleType, failure: Failure, stream: Stream, attempts: int
     ) -> LLMError:
         """The user-facing error for a final failure."""
+        from oi_kernel.llm.failures import local_server_hint
+
         partial = stream.text
         where = self.api_base or "the provider's default URL"
         tries = f" after {attempts} attempts" if attempts > 1 else ""
@@ -458,7 +460,8 @@ class LLM(Configurable):
             return LLMConnectionError(
                 f"Could not connect to {where}{tries}: {failure.detail}.\n"
                 "Check that the server is running and the address is right: set OI_API_BASE "
-                "before starting Jupyter, or `c.LLM.api_base` in the kernel's config.",
+                "before starting Jupyter, or `c.LLM.api_base` in the kernel's config."
+                + local_server_hint(self.api_base),
                 partial,
             )
         if failure.kind == "rate_limit":
@@ -498,3 +501,4 @@ class LLM(Configurable):
             f"The provider rejected the API key (HTTP {failure.status}): {failure.detail}\n"
             f"Check the key in {source}; to change it, {how}."
         )
+

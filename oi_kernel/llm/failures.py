@@ -230,3 +230,12 @@ def _detail_text(text: str) -> str:
         if sep in text:
             text = text.split(sep, 1)[1]
     return text.strip().splitlines()[0][:300] if text.strip() else "tools are not supported"
+
+
+def local_server_hint(api_base: str) -> str:
+    """For a server on this machine: how to start one again (``oi-kernel serve-local``)."""
+    host = api_base.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+    if host not in ("127.0.0.1", "localhost", "[::1]"):
+        return ""
+    return ("\nIt is on this machine: for a GGUF model start it again with `oi-kernel "
+            "serve-local` (it prints the OI_API_BASE to use); for Ollama with `ollama serve`.")

@@ -31,6 +31,7 @@ from traitlets.config import Configurable
 
 from oi_kernel.core.codeblocks import first_block_end
 from oi_kernel.errors import ConfigError
+from oi_kernel.llm.providers import FREE_CACHE
 
 PROVIDER = "local"
 MODEL_NAME = "local/smollm2"
@@ -186,8 +187,12 @@ class LocalModel(Configurable):
             raise ConfigError(
                 f"The embedded model needs llama-cpp-python. Install it with: {INSTALL_HINT}"
             ) from exc
+        from oi_kernel.llm import boundary, library_logs
+
+        if boundary.owns_process():
+            library_logs.route_llama(llama_module.llama_cpp)
         started = time.monotonic()
-        with _without_extra_buffers(llama_module.llama_cpp):
+        with without_extra_buffers(llama_module.llama_cpp):
             llama = llama_module.Llama(
                 model_path=str(self.path()),
                 n_ctx=self.n_ctx,
@@ -275,7 +280,7 @@ class LocalModel(Configurable):
 
 
 @contextlib.contextmanager
-def _without_extra_buffers(bindings: Any) -> Iterator[None]:
+def without_extra_buffers(bindings: Any) -> Iterator[None]:
     """Load the model without llama.cpp's extra weight buffers (AMX, repacking).
 
     llama-cpp-python does not expose ``use_extra_bufts``, so the default-parameters function
@@ -442,6 +447,7 @@ def _register_free_cost(litellm: Any) -> None:
                 MODEL_NAME: {
                     "input_cost_per_token": 0.0,
                     "output_cost_per_token": 0.0,
+                    **FREE_CACHE,
                     "litellm_provider": PROVIDER,
                     "mode": "chat",
                 }

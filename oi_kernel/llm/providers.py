@@ -25,6 +25,10 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any
 
+# Cache prices of a model that costs nothing: without them litellm >= 1.110 warns on
+# register_model that they "will default to 0" (which is what they are).
+FREE_CACHE = {"cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0}
+
 if TYPE_CHECKING:  # model_info (urllib.request) is imported where used: not at start-up
     from oi_kernel.llm.model_info import ServerInfo
 
@@ -54,6 +58,7 @@ def register_ollama(litellm: Any, model: str, info: ServerInfo | None) -> None:
         "mode": "chat",
         "input_cost_per_token": 0.0,  # a local model costs nothing
         "output_cost_per_token": 0.0,
+        **FREE_CACHE,
     }
     if info is not None and info.context:
         entry["max_input_tokens"] = entry["max_tokens"] = info.context
