@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from oi_kernel import Interpreter
-from oi_kernel.core.steps import tool_flags
-from oi_kernel.core.tools import ToolSpec
+from oi_kernel.core.tools import ToolSpec, tool_flags
 from oi_kernel.core.types import ApprovalRequest, Decision
 from oi_kernel.execution.mcp.pins import PinStore
 from oi_kernel.execution.mcp.trust import ToolVersion, diff, findings, visible

@@ -10,9 +10,10 @@ import json
 import pytest
 
 from oi_kernel.core import prompts
-from oi_kernel.core.steps import StepRunner, untrusted_flag
+from oi_kernel.core.steps import StepRunner
 from oi_kernel.core.types import ApprovalRequest, CodeBlock
 from oi_kernel.safety.untrusted import carries_text, code_sources
+from oi_kernel.safety.untrusted.flag import untrusted_flag
 from oi_kernel.session.policy import FILE_NAME, load_policy
 
 pytestmark = pytest.mark.unit

@@ -32,7 +32,7 @@ from oi_kernel.core.events import (
 from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import ModelPolicy
-from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec
+from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec, tool_flags
 from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of
 from oi_kernel.core.types import (
     ApprovalRequest,
@@ -45,13 +45,13 @@ from oi_kernel.core.types import (
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.languages import normalize_language
 from oi_kernel.safety.redact import SecretSet
-from oi_kernel.safety.risk import HIGH, MEDIUM, Flag, character_flags, format_flags, review
+from oi_kernel.safety.risk import Flag, character_flags, format_flags, review_or_flag
 from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, code_sources
+from oi_kernel.safety.untrusted.flag import UNTRUSTED, untrusted_flag, untrusted_note
 
 if TYPE_CHECKING:  # (safety.known_safe is imported with the first block, not at start-up)
     from oi_kernel.safety.known_safe import SessionNames, Verdict
 
-UNTRUSTED = "untrusted-content"  # the flag of a step that follows text from outside
 
 
 # Flags of a tool step that ask whatever the approval mode: the server says it destroys data,
@@ -465,45 +465,6 @@ class StepRunner:
             timer.cancel()
 
 
-def tool_flags(spec: ToolSpec | None) -> list[Flag]:
-    """What the card says about a tool call: what its provider found about the tool's own
-    text (a poisoned description, a description changed since it was approved: high), then
-    its server's hints (which are only hints)."""
-    if spec is None or spec.kind == "meta":
-        return []
-    found = [Flag(0, category, severity, reason) for severity, category, reason in spec.trust]
-    if spec.read_only:
-        return found
-    if spec.destructive:
-        return found + [Flag(0, "destructive", HIGH, f"the server '{spec.server}' marks this "
-                             "tool destructive: it may delete or overwrite data")]
-    return found + [Flag(0, "tool", MEDIUM, f"the server '{spec.server}' does not mark this "
-                         "tool read-only: it may change things")]
-
-
-def untrusted_note(followed: list[dict[str, Any]]) -> str:
-    """"follows the text of notes.txt read in step 1" (up to three sources)."""
-    parts = list(dict.fromkeys(f"{u['phrase']} {u['verb']} in step {u['step']}"
-                               for u in followed))
-    return "follows " + "; ".join(parts[:3]) + (
-        f" (and {len(parts) - 3} more)" if len(parts) > 3 else "")
-
-
-def untrusted_flag(followed: list[dict[str, Any]], verdict: Verdict | None = None,
-                   named: bool = False) -> Flag:
-    """The flag of a step proposed after outside text entered the instruction, naming it
-    (and, for code, why it is not a step whose effects stay in the namespace; ``named``: the
-    card already lists what is not known to be safe)."""
-    why = ""
-    if verdict is not None and verdict.safe and verdict.writes:
-        why = "; it writes a file (" + ", ".join(verdict.writes[:3]) + ")"
-    elif verdict is not None and not verdict.safe:
-        why = "; it is not known to be safe" + (
-            "" if named else " (" + ", ".join(verdict.unknown[:4]) + ")")
-    return Flag(0, UNTRUSTED, MEDIUM, f"{untrusted_note(followed)}: content from outside "
-                f"your instruction, which may carry instructions of its own{why}")
-
-
 def _did_not_parse(result: ExecResult) -> bool:
     return result.status == "error" and any(
         o.get("ename") in ("SyntaxError", "IndentationError", "TabError")
@@ -530,14 +491,3 @@ def _asks(approval: str, request: ApprovalRequest | None) -> bool:
         return True
     return approval == "risky" and request is not None and any(
         getattr(f, "category", None) not in RISKY_ADVICE for f in request.flags)
-
-
-def review_or_flag(language: str, code: str) -> list[Flag]:
-    """The risk review's flags; when the review itself fails, one high flag saying the code
-    is unreviewed (it fails closed: under the ``risky`` policy such a block asks)."""
-    try:
-        return review(language, code)
-    except Exception as exc:
-        text = (f"the risk review failed ({type(exc).__name__}: {exc}), so this code was not "
-                "reviewed: read it yourself before running it")
-        return [Flag(0, "unreviewed", HIGH, text)]

@@ -29,6 +29,7 @@ from oi_kernel.core import codeblocks
 from oi_kernel.core.codeblocks import ToolArgumentsError
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.types import CodeBlock
+from oi_kernel.safety.risk import HIGH, MEDIUM, Flag
 
 FIND, CALL = "mcp_find", "mcp_call"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -340,3 +341,19 @@ def fenced_tool_calls(toolbox: Toolbox, blocks: list[CodeBlock]
             continue
         out.append(found)
     return out, problems
+
+
+def tool_flags(spec: ToolSpec | None) -> list[Flag]:
+    """What the card says about a tool call: what its provider found about the tool's own
+    text (a poisoned description, a description changed since it was approved: high), then
+    its server's hints (which are only hints)."""
+    if spec is None or spec.kind == "meta":
+        return []
+    found = [Flag(0, category, severity, reason) for severity, category, reason in spec.trust]
+    if spec.read_only:
+        return found
+    if spec.destructive:
+        return found + [Flag(0, "destructive", HIGH, f"the server '{spec.server}' marks this "
+                             "tool destructive: it may delete or overwrite data")]
+    return found + [Flag(0, "tool", MEDIUM, f"the server '{spec.server}' does not mark this "
+                         "tool read-only: it may change things")]

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -277,12 +276,11 @@ class ChildKernel(GatewayOptions):
         if kc is not None:
             kc.stop_channels()
         if km is not None and kc is None:
-            # Never ready (its start was cut short, e.g. `exit` typed at once): jupyter_client's
-            # shutdown would SIGINT it first, and a kernel still importing prints a
-            # KeyboardInterrupt traceback on the user's terminal. It has nothing to save.
+            # Never ready (`exit` typed at once): a SIGINT from jupyter_client's shutdown would
+            # print a KeyboardInterrupt traceback of its imports; it has nothing to save.
             with contextlib.suppress(Exception):
                 if await km.is_alive() and _runs_locally(km):
-                    await km.signal_kernel(signal.SIGKILL)
+                    await km.signal_kernel(9)  # SIGKILL
         if km is not None:
             with contextlib.suppress(Exception):
                 if graceful and await km.is_alive():

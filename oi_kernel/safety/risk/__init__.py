@@ -18,7 +18,7 @@ from oi_kernel.safety.risk.ipython import _python_findings
 from oi_kernel.safety.risk.light import _light_findings_fn
 from oi_kernel.safety.risk.shell import _shell_findings
 
-__all__ = ["HIGH", "MEDIUM", "Flag", "character_flags", "format_flags", "review"]
+__all__ = ["HIGH", "MEDIUM", "Flag", "character_flags", "format_flags", "review", "review_or_flag"]
 
 REVIEWERS.update(
     python=_python_findings,
@@ -65,3 +65,14 @@ def format_flags(flags: list[Flag]) -> str:
     head = f"Risk review: {high} high, {len(flags) - high} medium"
     ordered = sorted(flags, key=lambda f: (_RANK.get(f.severity, 2), f.line))
     return "\n".join([head, *(f"- [{f.severity}] {f.category}: {f.reason}" for f in ordered)])
+
+
+def review_or_flag(language: str, code: str) -> list[Flag]:
+    """The risk review's flags; when the review itself fails, one high flag saying the code
+    is unreviewed (it fails closed: under the ``risky`` policy such a block asks)."""
+    try:
+        return review(language, code)
+    except Exception as exc:
+        text = (f"the risk review failed ({type(exc).__name__}: {exc}), so this code was not "
+                "reviewed: read it yourself before running it")
+        return [Flag(0, "unreviewed", HIGH, text)]
