@@ -14,7 +14,7 @@ source), in an IPython shell inside bubblewrap: the host is read-only (``--ro-bi
 read-only), the network and pids are private, and only a scratch workspace is writable.
 Each snippet gets ``--time`` seconds and the guard's memory limit (``--memory``); the
 snippets of one file share a namespace and run in order, in a fresh workspace made by the
-corpus's ``make_workspace.py DIR`` when it has one (else a few data files). Where a snippet
+corpus's ``make_workspace.py DIR`` when it or its parent folder has one (else a few data files). Where a snippet
 kills the runner, the file goes on from the next snippet in a new one.
 """
 
@@ -29,6 +29,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -41,12 +42,20 @@ DEFAULT_WORKSPACE = {"data.csv": "a,b\n1,2\n3,4\n", "sales.csv": "month,revenue\
                      "data/sales.csv": "month,revenue\n1,10\n2,12\n", "output/.keep": ""}
 
 
-def asks(language: str, code: str) -> bool:
-    """Whether the engine asks about this block under ``%approval risky``: the one place
-    that names the static decision (point it at the known-safe review when that lands)."""
-    from oi_kernel.core.steps import review_or_flag
+def asks(language: str, code: str, names: Any = None) -> bool:
+    """Whether the engine asks about this block under ``%approval risky``, as
+    ``core.steps`` decides: a flag that asks there, or anything the known-safe review does not
+    know (``names``: what earlier blocks of the same session imported and defined)."""
+    from oi_kernel.core.steps import RISKY_ADVICE
+    from oi_kernel.languages import normalize_language
+    from oi_kernel.safety.known_safe import SessionNames, check
+    from oi_kernel.safety.risk import review_or_flag
 
-    return bool(review_or_flag(language, code))
+    names = SessionNames() if names is None else names
+    verdict = check(normalize_language(language) or language, code, session=names)
+    names.ran(verdict)
+    flagged = any(f.category not in RISKY_ADVICE for f in review_or_flag(language, code))
+    return flagged or not verdict.safe
 
 
 @dataclass
@@ -69,6 +78,8 @@ def measure(corpus: Path, seconds: float, memory: str, run_all: bool = False
     sys.path.insert(0, str(HERE))
     from risk_review import parse
 
+    from oi_kernel.safety.known_safe import SessionNames
+
     tallies: dict[str, Tally] = {}
     for path in sorted(corpus.glob("*.py")):
         if path.name == "make_workspace.py":
@@ -77,8 +88,9 @@ def measure(corpus: Path, seconds: float, memory: str, run_all: bool = False
         tally = tallies.setdefault(path.stem, Tally())
         unasked = []
         asked = set()
+        names = SessionNames()  # a file's snippets are one session, as they run
         for s in snippets:
-            if asks(s.language, s.code):
+            if asks(s.language, s.code, names):
                 tally.counts["asked"] += 1
                 asked.add(s.index)
             if run_all or s.index not in asked:
@@ -137,7 +149,9 @@ def _sandboxed(corpus: Path, path: Path, indices: list[int], seconds: float, mem
     workspace, results = base / "ws", base / "results.jsonl"
     workspace.mkdir()
     shutil.copy(path, base / "snippets.py")
-    make = corpus / "make_workspace.py"
+    # the corpus's own workspace, or the one its parent keeps for both of its sets
+    make = next((m for m in (corpus / "make_workspace.py", corpus.parent / "make_workspace.py")
+                 if m.exists()), corpus / "make_workspace.py")
     if make.exists():
         shutil.copy(make, base / "make_workspace.py")
     argv = [*bwrap_argv(base, workspace), sys.executable, str(Path(__file__).resolve()),

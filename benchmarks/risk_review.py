@@ -74,8 +74,16 @@ def parse(text: str, kind: str, group: str) -> list[Snippet]:
     return out
 
 
+def _use_corpus(folder: Path) -> None:
+    """Measure ``folder`` instead of risk_corpus (``--write`` then updates its REVIEW.md)."""
+    global CORPUS, REPORT, COMMAND
+    if folder.resolve() != CORPUS:
+        CORPUS, REPORT = folder.resolve(), folder.resolve() / "REVIEW.md"
+        COMMAND = f"python benchmarks/risk_review.py --corpus {folder} --write"
+
+
 def load(kind: str) -> list[Snippet]:
-    files = sorted((CORPUS / kind).glob("*.py"))
+    files = sorted(f for f in (CORPUS / kind).glob("*.py") if f.name != "make_workspace.py")
     return [s for f in files for s in parse(f.read_text(encoding="utf-8"), kind, f.stem)]
 
 
@@ -209,7 +217,11 @@ def write_report(text: str, misses: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help=f"update {REPORT.name}")
+    parser.add_argument("--corpus", type=Path, default=CORPUS,
+                        help="a folder with adversarial/ and ordinary/ (default: risk_corpus; "
+                        "the held-out sets: benchmarks/risk_heldout)")
     args = parser.parse_args(argv)
+    _use_corpus(args.corpus)
     adversarial, ordinary = measure("adversarial"), measure("ordinary")
     known = (measure_known_safe("adversarial"), measure_known_safe("ordinary"),
              measure_known_safe("ordinary", session=True))

@@ -128,6 +128,7 @@ def test_guard_in_a_shell_of_its_own(tmp_path):
         "atexit": "import atexit, os\natexit.register(os.remove, 'data.csv')",
         "hook": "get_ipython().events.register('post_run_cell', lambda r: None)",
         "caught": "try:\n    import os; os.remove('data.csv')\nexcept PermissionError:\n    pass",
+        "module": "name = 'sea' + 'born.py'\nopen(name, 'w').write('import os')",
     })
     assert results["data"] == []  # the data libraries import, read and plot unhindered
     assert (tmp_path / "ws" / "fig.png").exists()
@@ -139,6 +140,9 @@ def test_guard_in_a_shell_of_its_own(tmp_path):
     assert "deleting" in results["caught"][0]["what"]  # recorded though the code caught it
     assert (tmp_path / "ws" / "data.csv").read_text() == "a\n1\n"  # the exit handler too
     assert "oi_kernel guard: deleting" in proc.stderr
+    # a new file that a later import would run is code, not data: stopped, not written
+    assert "seaborn.py" in results["module"][0]["what"]
+    assert not (tmp_path / "ws" / "seaborn.py").exists()
 
 
 CORPUS = """# a tiny corpus

@@ -104,6 +104,10 @@ ESCAPES = [
     ("display(df.style.format('{:.2f}'))", "`.style`"),
     ("class Later:\n    def __del__(self):\n        open('data/sales.csv', 'w')\nx = Later()",
      "__del__"),
+    # A new file in the workspace that a later import or tool runs (found by the held-out set):
+    ("open('conftest.py', 'w').write('import os')", "conftest.py"),
+    ("from pathlib import Path\nPath('seaborn.py').write_text('import os')", "seaborn.py"),
+    ("open('helpers.pth', 'w').write('import os')", "helpers.pth"),
 ]
 
 SHELL_ESCAPES = [

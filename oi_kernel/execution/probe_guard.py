@@ -229,6 +229,10 @@ def _judge_open(path, mode, flags):
     return ""
 
 
+_CODE_SUFFIXES = (".py", ".pyc", ".pth", ".so", ".sh", ".bash", ".zsh")
+_CODE_NAMES = ("sitecustomize", "usercustomize")
+
+
 def _judge_new(path, verb):
     """A path may be written when it is new, inside the workspace (or a tool's cache), or
     was made by this cell."""
@@ -241,6 +245,8 @@ def _judge_new(path, verb):
         return f"{verb} {real} (outside the workspace)"
     if os.path.lexists(real):
         return f"{verb} the existing file {real}"
+    if real.endswith(_CODE_SUFFIXES) or os.path.basename(real).startswith(_CODE_NAMES):
+        return f"{verb} the code file {real} (a later import or tool would run it)"
     _Guard.created.add(real)
     return ""
 

@@ -30,6 +30,8 @@ _MODULE_NAMES = frozenset({
     "telnetlib", "xmlrpc", "selectors", "mmap", "fcntl"})
 _URL = re.compile(r"^[A-Za-z][\w+.-]*://[^\s/]")
 _SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://$")
+# A file that a later import, interpreter start or tool runs: code, not data, even when new.
+CODE_FILE = re.compile(r"(?:^|/)(?:[\w.-]+\.(?:py|pyc|pth|so|sh|bash|zsh)|(?:site|user)customize)$")
 _OUTSIDE = re.compile(r"^(?:/[\w.@-]|~|\.\.(?:/|$))|(?:^|/)\.\.(?:/|$)")
 _MODE = re.compile(r"^[rwxabtU+]+$")
 _PATH_TYPES = frozenset({"pathlib.Path", "pathlib.PosixPath", "pathlib.PurePath"})
@@ -250,6 +252,8 @@ class PythonCheck:
             self.found.add(f"the address `{_short(text)}`")
         elif _OUTSIDE.search(text) or (text in ("/", "~") and self._path_argument(node, parent)):
             self.found.add(f"the path `{_short(text)}` (outside the workspace)")
+        elif CODE_FILE.search(text):
+            self.found.add(f"the code file `{_short(text)}` (a later import or tool runs it)")
 
     def _path_argument(self, node: ast.AST, parent: ast.AST | None) -> bool:
         if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div):
