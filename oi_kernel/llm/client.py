@@ -55,7 +55,7 @@ class LLM(Configurable):
 
     model = Unicode(
         help="""The litellm model name, e.g. "gpt-4o-mini", "anthropic/claude-3-5-sonnet-latest"
-        or "ollama_chat/llama3.1" (see https://docs.litellm.ai/docs/providers). When api_base is set
+        or "ollama_chat/llama3.1" (https://docs.litellm.ai/docs/providers). When api_base is set
         and the name has no provider prefix litellm knows, "openai/" is prepended, so
         "llama3.1" with an api_base means an OpenAI-compatible server. Default: $OI_MODEL; without
         it, no api_base and no *_API_KEY variable, "local/smollm2" (the small embedded offline
@@ -430,7 +430,6 @@ class LLM(Configurable):
     ) -> LLMError:
         """The user-facing error for a final failure."""
         from oi_kernel.llm.failures import local_server_hint
-
         partial = stream.text
         where = self.api_base or "the provider's default URL"
         tries = f" after {attempts} attempts" if attempts > 1 else ""
@@ -461,9 +460,7 @@ class LLM(Configurable):
                 f"Could not connect to {where}{tries}: {failure.detail}.\n"
                 "Check that the server is running and the address is right: set OI_API_BASE "
                 "before starting Jupyter, or `c.LLM.api_base` in the kernel's config."
-                + local_server_hint(self.api_base),
-                partial,
-            )
+                + local_server_hint(self.api_base), partial)
         if failure.kind == "rate_limit":
             return LLMRateLimitError(
                 f"The provider kept rate-limiting requests (HTTP 429){tries}: {failure.detail}\n"
@@ -480,8 +477,7 @@ class LLM(Configurable):
             return LLMError(
                 f"Model {self.model!r} is unknown here: {failure.detail}\n"
                 "Model names are litellm's (https://docs.litellm.ai/docs/providers), "
-                "e.g. gpt-4o-mini or ollama_chat/qwen2.5-coder:1.5b; change it with "
-                "`%model NAME` or OI_MODEL.",
+                "e.g. gpt-4o-mini or ollama_chat/qwen2.5-coder:1.5b; `%model NAME` or OI_MODEL.",
                 partial,
             )
         status = f" (HTTP {failure.status})" if failure.status else ""
@@ -501,4 +497,3 @@ class LLM(Configurable):
             f"The provider rejected the API key (HTTP {failure.status}): {failure.detail}\n"
             f"Check the key in {source}; to change it, {how}."
         )
-
