@@ -19,7 +19,7 @@ from oi_kernel import Interpreter
 from oi_kernel.cli.headless import run_notebook
 from oi_kernel.cli.install import LOGOS, install_kernelspec
 from oi_kernel.core.conversation import MessageList
-from oi_kernel.core.steps import review_or_flag
+from oi_kernel.safety.risk import review_or_flag
 from oi_kernel.core.types import ApprovalRequest, CodeBlock
 from oi_kernel.record.export import export_notebook
 from oi_kernel.session import commands
@@ -78,7 +78,7 @@ def test_a_failing_risk_review_fails_closed(monkeypatch):
     def broken(language: str, code: str) -> list:
         raise ValueError("reviewer bug")
 
-    monkeypatch.setattr("oi_kernel.core.steps.review", broken)
+    monkeypatch.setattr("oi_kernel.safety.risk.review", broken)
     flags = review_or_flag("python", "print(1)")
     assert [(f.category, f.severity) for f in flags] == [("unreviewed", "high")]
     assert "reviewer bug" in flags[0].reason

@@ -313,32 +313,36 @@ class EngineSettings(LoggingConfigurable):
         "workspace or over existing files, processes, native code and changes to the "
         "environment, then asks: 'risky' (steps that run unasked because the review let them "
         "through under %approval risky), 'unasked' (every step nobody approved: auto-run and "
-        "Run all too), 'off'. Steps a person approved never run guarded. Env: OI_GUARD.")
+        "Run all too), 'off'. Steps a person approved never run guarded. Env: OI_GUARD.",
+    ).tag(env="OI_GUARD")
 
     @default("guard")
     def _guard_default(self) -> str:
-        return config.env_choice("OI_GUARD", ["risky", "unasked", "off"], "risky",
+        return config.env_choice(self.trait_metadata("guard", "env"), ["risky", "unasked", "off"],
+                                 "risky",
                                  help=self.traits()["guard"].help)
 
     guard_time_limit = Float(
         config=True,
         help="Seconds a guarded step may run (a lower step_timeout wins); when it is stopped, "
         "the step is asked about and may run without this limit. 0: none. "
-        "Env: OI_GUARD_TIME_LIMIT (default 60).")
+        "Env: OI_GUARD_TIME_LIMIT (default 60).",
+    ).tag(env="OI_GUARD_TIME_LIMIT")
 
     @default("guard_time_limit")
     def _guard_time_limit_default(self) -> float:
-        return env_number("OI_GUARD_TIME_LIMIT", 60.0)
+        return env_number(self.trait_metadata("guard_time_limit", "env"), 60.0)
 
     guard_memory_limit = Unicode(
         config=True,
         help="Memory a guarded step may take above what the kernel uses when it starts "
         "(e.g. '2G', '512M'; RLIMIT_AS, so threads' reserved address space counts); when it "
         "runs out, the step is asked about and may run without this limit. '0': none. "
-        "Env: OI_GUARD_MEMORY_LIMIT (default 2G).")
+        "Env: OI_GUARD_MEMORY_LIMIT (default 2G).",
+    ).tag(env="OI_GUARD_MEMORY_LIMIT")
 
     @default("guard_memory_limit")
     def _guard_memory_limit_default(self) -> str:
         import os
 
-        return os.environ.get("OI_GUARD_MEMORY_LIMIT", "2G")
+        return os.environ.get(self.trait_metadata("guard_memory_limit", "env"), "2G")
