@@ -274,7 +274,8 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
         llm_server, tmp_path):
     llm_server.enqueue(S.tool_calls([S.Call(json.dumps({"item": "apple"}),
                                             "prices__lookup_price")]),
-                       S.tool_call("print(1.25 * 2)"), S.text("2.5 EUR."),
+                       S.tool_call("print(1.25 * 2)\nopen('total.txt', 'w').write('2.5')"),
+                       S.text("2.5 EUR."),
                        S.tool_call("print('never answered')"))
     server = McpServerStdio(name="prices", command=sys.executable,
                             args=["-m", "tests.mcp_server"],
@@ -306,7 +307,8 @@ def test_client_mcp_server_joins_under_approval_and_nothing_outlives_a_disconnec
     assert "prices" in tool_asked.title and "lookup_price" in tool_asked.title
     done = client.finished()
     assert "apple: 1.25 EUR" in text_of(done[0])
-    # the step after the tool's result carries the untrusted-content note in its request
+    # the step after the tool's result writes a file: its request carries the untrusted-content
+    # note (a step that only computes and prints would not: issue 39's data-flow rule)
     flags = code_asked.field_meta["oi_kernel"]["flags"]
     assert any(f["category"] == "untrusted-content" for f in flags), flags
     assert "2.5" in text_of(done[1])
