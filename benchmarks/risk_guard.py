@@ -134,8 +134,10 @@ def bwrap_argv(base: Path, workspace: Path) -> list[str]:
     home = os.path.expanduser("~")
     argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp", "--tmpfs", home]
-    for keep in {sys.base_prefix, sys.prefix, str(REPO)}:  # the interpreter, when under home
-        if keep.startswith(home + os.sep):
+    # the interpreter, the venv and the checkout, where a tmpfs above would hide them (a
+    # checkout under /tmp, as CI's may be, or under home)
+    for keep in sorted({sys.base_prefix, sys.prefix, str(REPO)}):
+        if keep.startswith((home + os.sep, "/tmp" + os.sep)):
             argv += ["--ro-bind", keep, keep]
     argv += ["--bind", str(base), str(base), "--unshare-net", "--unshare-pid",
              "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",

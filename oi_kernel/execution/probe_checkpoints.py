@@ -67,6 +67,7 @@ class Checkpoint:
         # an interrupt goes to the kernel's whole process group (jupyter_client signals the
         # group): the copy ignores it, set up with SIGINT blocked so none falls in between
         mask, pid = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}), -1
+        parent = os.getpid()
         try:
             pid = os.fork()
         finally:
@@ -81,6 +82,8 @@ class Checkpoint:
                 if _Watch.fd >= 0:  # the scan's watches stay the process's alone
                     os.close(_Watch.fd)
                 _die_with_parent()
+                if os.getppid() != parent:  # it died before the death signal was asked for
+                    os._exit(0)
                 command = os.read(cmd_r, 4096).decode()
                 if command.startswith("dump "):
                     _dump(command[5:])
