@@ -19,9 +19,9 @@ from oi_kernel import Interpreter
 from oi_kernel.cli.headless import run_notebook
 from oi_kernel.cli.install import LOGOS, install_kernelspec
 from oi_kernel.core.conversation import MessageList
-from oi_kernel.safety.risk import review_or_flag
 from oi_kernel.core.types import ApprovalRequest, CodeBlock
 from oi_kernel.record.export import export_notebook
+from oi_kernel.safety.risk import review_or_flag
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
 from tests import llm_server as S
