@@ -102,6 +102,7 @@ class Engine(EngineSettings):
         self.turns: list[Turn] = []  # derived from the turns' events (``publish``)
         self._fold = TurnBuilder(self.turns)
         self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
+        self.cell_edits: Any = None  # reviews edit_cell calls (session.cell_edits), if offered
         self.tool_settings = Tools(parent=self)
         # Set by an administrator's policy (session.policy_rules): the least approval that
         # applies even after "Run all", and who set each session cap (for its message).
@@ -431,6 +432,14 @@ class Engine(EngineSettings):
         """Decide and run each block; feed results back. Returns (run_all, stop)."""
         feedback: list[str] = []
         stop = False
+        edited: set[str | None] = set()  # edit_cell calls, answered by the review
+
+        def answer(call_id: str | None, text: str) -> None:
+            edited.add(call_id)
+            self._answer(call_id, text, feedback)
+
+        if self.cell_edits is not None:
+            blocks = await self.cell_edits.review(turn, blocks, emit, answer)
         for block in blocks:
             index = len(turn.steps) + 1
             if stop:
@@ -439,7 +448,7 @@ class Engine(EngineSettings):
             else:
                 run_all, stop = await self.steps.run_step(turn, index, block, run_all, emit)
             self._answer(block.tool_call_id, turn.steps[-1].feedback, feedback)
-        answered = {b.tool_call_id for b in blocks}
+        answered = {b.tool_call_id for b in blocks} | edited
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
             if call.id not in answered:
                 own = [p for p in problems if p.startswith(f"Tool call {call.id} ")]

@@ -330,11 +330,38 @@ class Rebuilt:
     done: int = 0  # the plan's steps handled (ran or skipped) so far: a next rebuild goes on
 
 
+@dataclass(frozen=True)
+class CellEditProposed:
+    """The model proposed new sources for existing notebook cells (``edit_cell``), shown as
+    per-cell diffs (``session.cell_edits``): each edit is ``{"key", "cell", "new_source"}``."""
+
+    turn: int
+    proposal: str
+    edits: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CellEditDecided:
+    """What became of one proposed cell edit: "accepted", "rejected", "refused" (the cell
+    changed since; a fresh diff is shown), "missing" (no such cell) or "not_applied" (nobody
+    could answer: the notebook was closed, the turn was interrupted)."""
+
+    turn: int
+    proposal: str
+    key: str
+    cell: str
+    action: str
+    by: str = ""
+    reason: str = ""
+    ran: bool = False
+
+
 Event = (
     TextDelta | ReasoningDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
     | UntrustedNotice | TurnStarted | LLMRequested | LLMFailed | ToolsUnsupported | SampleDrawn
     | DraftSetAside | DraftsSampled | StepReviewed | CheckpointKept | RolledBack | ConversationReset
     | ConversationUndone | ConversationSaved | ConversationLoaded | ProfileApplied
-    | ToolsOffered | ChildRestarted | DirectRun | AnswerChecked | Rebuilt
+    | ToolsOffered | ChildRestarted | DirectRun | AnswerChecked | Rebuilt | CellEditProposed
+    | CellEditDecided
 )
 EventSink = Callable[[Event], None]

@@ -43,6 +43,7 @@ from oi_kernel.magics import notebook_context
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
+from oi_kernel.session.cell_edits import CellEdits
 from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
@@ -122,6 +123,7 @@ class OIMagics(Magics):
         self.transformer = _cell_transformer(shell)
         self._running = False
         self.comms = self._frontend_comms()
+        CellEdits(self.engine, self.comms, self._publish).attach()  # the edit_cell tool
         self.cell_errors = notebook_context.CellErrors(shell)
         self.notebook = notebook_context.NotebookContext(shell, self.cell_errors,
                                                          self.engine.secrets.redact)

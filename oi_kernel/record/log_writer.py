@@ -196,6 +196,16 @@ def _rebuild(e: E.Rebuilt) -> Record:
                        "done": e.done}
 
 
+def _cell_edit_proposed(e: E.CellEditProposed) -> Record:
+    return "cell_edit_proposed", {"turn": e.turn, "proposal": e.proposal, "edits": e.edits}
+
+
+def _cell_edit_decided(e: E.CellEditDecided) -> Record:
+    return "cell_edit_decided", {"turn": e.turn, "proposal": e.proposal, "key": e.key,
+                                 "cell": e.cell, "action": e.action, "by": e.by,
+                                 "reason": e.reason, "ran": e.ran}
+
+
 # By exact type: a ToolNotice is logged, a plain Notice is not.
 RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.TurnStarted: _turn_start,
@@ -223,6 +233,8 @@ RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.DirectRun: _direct,
     E.AnswerChecked: _answer_check,
     E.Rebuilt: _rebuild,
+    E.CellEditProposed: _cell_edit_proposed,
+    E.CellEditDecided: _cell_edit_decided,
 }
 
 

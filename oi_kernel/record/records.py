@@ -333,6 +333,29 @@ class RebuildRecord(Record):
     done: int | None = None  # the plan's steps handled; below ``planned``: it stopped
 
 
+@_kind("cell_edit_proposed")
+@dataclass(frozen=True, kw_only=True)
+class CellEditProposedRecord(InTurnRecord):
+    """The model proposed new sources for notebook cells (``edit_cell``)."""
+
+    proposal: str = ""
+    edits: tuple[Any, ...] = ()
+
+
+@_kind("cell_edit_decided")
+@dataclass(frozen=True, kw_only=True)
+class CellEditDecidedRecord(InTurnRecord):
+    """One proposed cell edit accepted, rejected, refused, missing or not applied."""
+
+    proposal: str = ""
+    key: str = ""
+    cell: str = ""
+    action: str = ""
+    by: str = ""
+    reason: str = ""
+    ran: bool = False
+
+
 @_kind("conversation_reset")
 @dataclass(frozen=True, kw_only=True)
 class ConversationResetRecord(Record):

@@ -74,6 +74,10 @@ class FrontendComms:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._manager: Any = None
         self._last_decision = ""  # "step 2 · approved by alice" (the status tooltip)
+        self.features: dict[str, set[str]] = {}  # comm id -> what its extension announced
+        # more message types (session.cell_edits): type -> handler(comm, msg, data)
+        self.handlers: dict[str, Callable[[Any, dict[str, Any], dict[str, Any]], None]] = {}
+        self.closed: list[Callable[[], None]] = []  # called when a comm closes
         cards.on_decided(self._card_decided)
         engine.observe(self._on_setting, names=["approval"])
         engine.llm.observe(self._on_setting, names=["model"])
@@ -102,6 +106,7 @@ class FrontendComms:
             except Exception:
                 log.debug("closing an oi_kernel comm failed", exc_info=True)
         self._comms.clear()
+        self.features.clear()
         for task in list(self._tasks):
             task.cancel()
         cards.off_decided(self._card_decided)
@@ -118,8 +123,26 @@ class FrontendComms:
         comm_id = comm.comm_id
         self._comms[comm_id] = comm
         comm.on_msg(lambda m: self._on_msg(comm, m))
-        comm.on_close(lambda m: self._comms.pop(comm_id, None))
+        comm.on_close(lambda m: self._on_close(comm_id))
+        self._note_features(comm_id, (msg.get("content") or {}).get("data"))
         self._send(comm, self.status())
+
+    def _on_close(self, comm_id: str) -> None:
+        self._comms.pop(comm_id, None)
+        self.features.pop(comm_id, None)
+        for callback in list(self.closed):
+            callback()
+
+    def _note_features(self, comm_id: str, data: Any) -> None:
+        """The ``features`` a ``hello`` names (e.g. "cell_edits")."""
+        if isinstance(data, dict) and data.get("type") == "hello":
+            features = data.get("features")
+            self.features[comm_id] = {f for f in features if isinstance(f, str)} if isinstance(
+                features, list) else set()
+
+    def supports(self, feature: str) -> bool:
+        """Whether an open comm's extension announced ``feature``."""
+        return any(feature in self.features.get(cid, ()) for cid in self._comms)
 
     # ------------------------------------------------------------ kernel -> frontend
     def status(self) -> dict[str, Any]:
@@ -223,6 +246,14 @@ class FrontendComms:
         for comm in list(self._comms.values()):
             self._send(comm, data)
 
+    def send(self, comm: Any, data: dict[str, Any]) -> None:
+        """Send ``data`` on one comm (a handler's answer)."""
+        self._send(comm, data)
+
+    def broadcast(self, data: dict[str, Any]) -> None:
+        """Send ``data`` on every open comm."""
+        self._broadcast(data)
+
     def _send(self, comm: Any, data: dict[str, Any]) -> None:
         if getattr(comm, "_closed", False):
             self._comms.pop(comm.comm_id, None)
@@ -237,7 +268,10 @@ class FrontendComms:
         data = msg.get("content", {}).get("data") or {}
         kind = data.get("type") if isinstance(data, dict) else None
         if kind in ("hello", "get_status"):
+            self._note_features(comm.comm_id, data)
             self._send(comm, self.status())
+        elif kind in self.handlers:
+            self.handlers[kind](comm, msg, data)
         elif kind == "set_model":
             self._set_model(comm, data)
         elif kind == "export":
