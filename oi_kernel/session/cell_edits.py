@@ -36,6 +36,7 @@ CELL_EDIT_MIME = "application/vnd.oi.cell-edit+json"
 FEATURE = "cell_edits"
 FINAL = frozenset({"accepted", "rejected", "missing", "not_applied"})
 ACTIONS = FINAL | {"refused"}
+KEPT_PROPOSALS = 50  # ended proposals whose decisions a reloaded view can still show
 _IN_REF = re.compile(r"^\s*(?:In\s*\[\s*(\d+)\s*\]|(\d+))\s*$")
 
 Answer = Callable[[str | None, str], None]
@@ -165,6 +166,7 @@ class CellEdits:
         self.comms = comms
         self.publish = publish
         self.pending: dict[str, Proposal] = {}
+        self.done: dict[str, dict[str, dict[str, Any]]] = {}  # decisions of ended proposals
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def attach(self) -> CellEdits:
@@ -226,6 +228,9 @@ class CellEdits:
             raise
         finally:
             self.pending.pop(proposal.id, None)
+            self.done[proposal.id] = proposal.decided
+            while len(self.done) > KEPT_PROPOSALS:
+                self.done.pop(next(iter(self.done)))
         for edit in edits:
             answer(edit.call_id, feedback(edit, proposal.decided[edit.key]))
 
@@ -245,7 +250,7 @@ class CellEdits:
 
     def state(self, proposal_id: str) -> dict[str, Any]:
         proposal = self.pending.get(proposal_id)
-        decided = proposal.decided if proposal is not None else {}
+        decided = proposal.decided if proposal is not None else self.done.get(proposal_id, {})
         return {"type": "cell_edit_state", "proposal": proposal_id,
                 "open": proposal is not None,
                 "decided": {k: {"action": d["action"], "by": d.get("by", "")}
