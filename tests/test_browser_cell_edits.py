@@ -88,8 +88,9 @@ def run_cells(page: Any, cell: Any, count: int) -> None:
         page.keyboard.press("Shift+Enter")
 
 
-def review_two_edits(page: Any, cells: Any, shot: str) -> Any:
-    """The card of the two-cell proposal: check its diffs, accept In[2], reject In[3]."""
+def review_two_edits(page: Any, cells: Any, shot: str, accept: str = "accept") -> Any:
+    """The card of the two-cell proposal: check its diffs, accept In[2] (``accept``: the
+    button, "accept" or "acceptRun"), reject In[3]."""
     card = cells.nth(3).locator(".oi-CellEdits")
     card.wait_for(timeout=UI_TIMEOUT * 2)
     first = card.locator('.oi-CellEdits-edit[data-cell="2"]')
@@ -103,7 +104,7 @@ def review_two_edits(page: Any, cells: Any, shot: str) -> Any:
     card.locator("button.oi-CellEdits-layout").click()  # side by side
     assert first.locator("table.oi-diff-side td.oi-diff-add").inner_text() == "x = 10"
     page.screenshot(path=str(ARTIFACTS / f"{shot}-side-by-side.png"))
-    first.locator("button.oi-CellEdits-accept").click()
+    first.locator(f"button.oi-CellEdits-{accept}").click()
     card.locator(".oi-CellEdits-reason").fill("keep y small")
     second.locator("button.oi-CellEdits-reject").click()
     assert first.locator('.oi-CellEdits-status[data-action="accepted"]').count() == 1
@@ -111,10 +112,11 @@ def review_two_edits(page: Any, cells: Any, shot: str) -> Any:
     return card
 
 
-def check_told_and_logged(llm: S.ScriptedLLMServer, base: Path) -> None:  # noqa: F811
+def check_told_and_logged(llm: S.ScriptedLLMServer, base: Path,  # noqa: F811
+                          ran: bool = False) -> None:
     told = tool_messages(llm.requests[-1])
     assert told[0].startswith("The user accepted your edit: cell In[2]"), told
-    assert "has not run" in told[0]
+    assert ("chose to run it" if ran else "has not run") in told[0]
     assert told[1].startswith("The user rejected your edit to cell In[3]") and "keep y small" in told[1]
     assert [r["edits"][0]["cell"] for r in log_records(base, "cell_edit_proposed")][-1] == "2"
     decided = log_records(base, "cell_edit_decided")[-2:]
@@ -176,3 +178,47 @@ def test_changed_cell_refused_with_fresh_diff_and_missing_cell(lab: Lab, lab_ser
     assert told[1].startswith("There is no cell In[99] in this notebook") and "In[2]" in told[1]
     actions = [r["action"] for r in log_records(lab_server.base, "cell_edit_decided")[-3:]]
     assert sorted(actions) == ["accepted", "missing", "refused"]
+
+
+# ---------------------------------------------------------------- Notebook 7
+
+
+@pytest.fixture(scope="module")
+def nb7_server(llm: S.ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
+               ) -> Iterator[LabServer]:
+    server = serve(tmp_path_factory.mktemp("nb7edits"), llm, "notebook")
+    yield server
+    server.stop()
+
+
+def test_notebook7_two_cell_edit_accept_and_run_reject_and_undo(browser: Any, nb7_server,
+                                                                llm):  # noqa: F811
+    from tests.test_notebook7 import open_notebook
+
+    llm.reset()
+    write_notebook(nb7_server.root / "nb7-edits.ipynb", *PY_KERNEL, SOURCES)
+    llm.enqueue(S.tool_calls([edit(2, NEW_X), edit("In[3]", NEW_Y)]), S.text(FINAL))
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.set_default_timeout(UI_TIMEOUT)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    try:
+        open_notebook(page, nb7_server, "nb7-edits.ipynb")
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        run_cells(page, cells.nth(0), len(SOURCES))
+        review_two_edits(page, cells, "notebook7-cell-edits", accept="acceptRun")
+        cells.nth(3).get_by_text(FINAL).wait_for()
+        # "Accept and run": the cell ran with its new source once the instruction ended
+        cells.nth(1).locator(".jp-OutputArea-output", has_text="10").wait_for()
+        sources = page.evaluate(f"{NB}.widgets.map(c => c.model.sharedModel.getSource())")
+        assert sources[1:3] == [NEW_X, "y = 2\nprint(y)"]
+        page.screenshot(path=str(ARTIFACTS / "notebook7-cell-edits-decided.png"))
+        check_told_and_logged(llm, nb7_server.base, ran=True)
+        undo_in_cell(page, cells.nth(1))
+        page.wait_for_function(
+            f"() => {NB}.widgets[1].model.sharedModel.getSource() === 'x = 1\\nprint(x)'")
+        page.screenshot(path=str(ARTIFACTS / "notebook7-cell-edits-undone.png"))
+    finally:
+        page.close()
+        nb7_server.shutdown_kernels()
+    assert [e for e in errors if "oi-kernel" in e or "oi_kernel" in e] == []
