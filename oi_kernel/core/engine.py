@@ -432,14 +432,10 @@ class Engine(EngineSettings):
         """Decide and run each block; feed results back. Returns (run_all, stop)."""
         feedback: list[str] = []
         stop = False
-        edited: set[str | None] = set()  # edit_cell calls, answered by the review
-
-        def answer(call_id: str | None, text: str) -> None:
-            edited.add(call_id)
-            self._answer(call_id, text, feedback)
-
-        if self.cell_edits is not None:
-            blocks = await self.cell_edits.review(turn, blocks, emit, answer)
+        answered = {b.tool_call_id for b in blocks}
+        if self.cell_edits is not None:  # edit_cell calls: reviewed as diffs, answered there
+            blocks = await self.cell_edits.review(turn, blocks, emit,
+                                                  lambda i, text: self._answer(i, text, feedback))
         for block in blocks:
             index = len(turn.steps) + 1
             if stop:
@@ -448,7 +444,6 @@ class Engine(EngineSettings):
             else:
                 run_all, stop = await self.steps.run_step(turn, index, block, run_all, emit)
             self._answer(block.tool_call_id, turn.steps[-1].feedback, feedback)
-        answered = {b.tool_call_id for b in blocks} | edited
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
             if call.id not in answered:
                 own = [p for p in problems if p.startswith(f"Tool call {call.id} ")]

@@ -33,7 +33,6 @@ from oi_kernel.kernel.child_proxy import COMM_TYPES, ChildProxy
 from oi_kernel.kernel.direct import DIRECT_KINDS, DirectCells
 from oi_kernel.session import commands, last_error, rebuild, stdin  # noqa: F401 (registering)
 from oi_kernel.session.assembly import build_session, kernel_kind
-from oi_kernel.session.cell_edits import CellEdits
 from oi_kernel.session.frontend_comm import FrontendComms
 from oi_kernel.session.status import status_fields
 from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
@@ -136,10 +135,9 @@ class OIKernel(DirectCells, Kernel):
         self.oi.runner.forward = self.proxy.on_iopub
         self.oi.runner.hold_errors = True  # the view shows a step's error (compact first)
         self.child.on_input = self._on_child_input
-        self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path,
-                                      details=lambda: status_fields(self.oi), child=self.child)
+        self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path, child=self.child,
+                                      details=lambda: status_fields(self.oi), publish=self.publish)
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
-        CellEdits(self.engine, self.frontend, self.publish).attach()  # the edit_cell tool
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None
         self._context: TurnContext = NO_CONTEXT  # the cell's request (``_cell_context``)

@@ -43,7 +43,6 @@ from oi_kernel.magics import notebook_context
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
 from oi_kernel.session.assembly import build_session
-from oi_kernel.session.cell_edits import CellEdits
 from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
@@ -123,7 +122,6 @@ class OIMagics(Magics):
         self.transformer = _cell_transformer(shell)
         self._running = False
         self.comms = self._frontend_comms()
-        CellEdits(self.engine, self.comms, self._publish).attach()  # the edit_cell tool
         self.cell_errors = notebook_context.CellErrors(shell)
         self.notebook = notebook_context.NotebookContext(shell, self.cell_errors,
                                                          self.engine.secrets.redact)
@@ -140,7 +138,7 @@ class OIMagics(Magics):
         from oi_kernel.session.status import status_fields
 
         comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic",
-                              details=lambda: status_fields(self.oi))
+                              details=lambda: status_fields(self.oi), publish=self._publish)
         comms.register_target(getattr(kernel, "comm_manager", None))
         return comms
 
