@@ -293,6 +293,9 @@ export class CellEditRenderer extends Widget implements IRenderMime.IRenderer {
     }
     view.done = true;
     this._show(view, action, '');
+    if (ran) {
+      view.status.textContent += ' It runs once the instruction has ended.';
+    }
     this._send(view, action, ran, reason);
   }
 
