@@ -21,7 +21,7 @@ import pytest
 from tests import llm_server as S
 from tests.browser_support import ARTIFACTS, NB, Lab, LabServer, write_notebook
 from tests.env import oi_env
-from tests.test_browser import PY_KERNEL, UI_TIMEOUT, llm  # noqa: F401  (fixture)
+from tests.test_browser import PY_KERNEL, UI_TIMEOUT, lab, llm  # noqa: F401  (fixtures)
 from tests.test_tools import tool_messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -54,22 +54,6 @@ def lab_server(llm: S.ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactor
     server = serve(tmp_path_factory.mktemp("labedits"), llm, "lab")
     yield server
     server.stop()
-
-
-@pytest.fixture
-def lab(browser: Any, lab_server: LabServer, llm: S.ScriptedLLMServer,  # noqa: F811
-        request: pytest.FixtureRequest) -> Iterator[Lab]:
-    llm.reset()
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(UI_TIMEOUT)
-    lab = Lab(page, lab_server)
-    yield lab
-    lab.screenshot(f"last-{request.node.name}.png")
-    context.close()
-    lab_server.shutdown_kernels()
-    ours = [e for e in lab.errors if "oi-kernel" in e or "oi_kernel" in e]
-    assert ours == [], ours
 
 
 def log_records(base: Path, event: str) -> list[dict[str, Any]]:
@@ -150,8 +134,8 @@ def test_two_cell_edit_accept_reject_and_undo(lab: Lab, lab_server: LabServer, l
     lab.screenshot("browser-cell-edits-undone.png")
 
 
-def test_changed_cell_refused_with_fresh_diff_and_missing_cell(lab: Lab, lab_server: LabServer,
-                                                                llm):  # noqa: F811
+def test_changed_cell_refused_with_fresh_diff_and_missing_cell(  # noqa: F811
+        lab: Lab, lab_server: LabServer, llm):  # noqa: F811
     write_notebook(lab_server.root / "changed.ipynb", *PY_KERNEL, SOURCES)
     llm.enqueue(S.tool_calls([edit(2, NEW_X), edit(99, "z = 3")]), S.text("Noted."))
     lab.open_notebook("changed.ipynb")

@@ -187,8 +187,8 @@ class Engine(EngineSettings):
             small_model=policy.small,
             base=self.system_message,
         )
-        if not use_tools and self.toolbox:
-            system += prompts.markdown_tools(self.toolbox.prompt_list())
+        if not use_tools and (self.toolbox.providers or self.toolbox.functions):
+            system += prompts.markdown_tools(self.toolbox.prompt_list())  # (not for edit_cell alone)
         messages = [{"role": "system", "content": system}, *self.conversation.messages]
         fitted = fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
                               protect_from=self.conversation.protect_from())

@@ -177,7 +177,7 @@ class Toolbox:
         return notices
 
     def all_specs(self) -> list[ToolSpec]:
-        specs = [*self.builtin.values(), *self.functions.values()]
+        specs = [*self.functions.values(), *self.builtin.values()]
         for provider in self.providers:
             specs += provider.specs()
         return specs
