@@ -191,6 +191,37 @@ def test_without_the_extension_the_edit_is_proposed_as_code():
     assert shown == [] and "cannot show edits to notebook cells" in events[0].text
 
 
+def test_frontend_comms_learn_the_feature_from_hello_and_route_decisions(monkeypatch):
+    from types import SimpleNamespace
+
+    from oi_kernel.core.engine import Engine
+    from oi_kernel.llm.client import LLM
+    from oi_kernel.session.frontend_comm import TARGET, FrontendComms
+    from tests.test_frontend_comm import FakeComm, FakeManager
+
+    monkeypatch.setenv("OI_MODEL", "openai/scripted")
+    engine = Engine(executor=SimpleNamespace(sandboxed=False, cwd="/tmp"), approver=object(),
+                    llm=LLM())
+    shown: list[Any] = []
+    fc = FrontendComms(engine, lambda: None, kind="ipython-magic",
+                       publish=lambda kind, content: shown.append(content))
+    assert EDIT_CELL in engine.toolbox.builtin and engine.cell_edits is not None
+    manager = FakeManager()
+    fc.register_target(manager)
+    old, new = FakeComm("old"), FakeComm("new")
+    manager.targets[TARGET](old, {"content": {"data": {"type": "hello", "version": 1}}})
+    assert not fc.supports("cell_edits")  # an extension from before cell edits
+    manager.targets[TARGET](new, {"content": {"data": {"type": "hello", "version": 1,
+                                                       "features": ["cell_edits", 7]}}})
+    assert fc.supports("cell_edits") and fc.features["new"] == {"cell_edits"}
+    new.on_msg_cb({"content": {"data": {"type": "cell_edit_state", "proposal": "nope"}}})
+    assert new.sent[-1] == {"type": "cell_edit_state", "proposal": "nope", "open": False,
+                            "decided": {}}
+    new.on_close_cb({})
+    assert not fc.supports("cell_edits")
+    fc.close()
+
+
 # ---------------------------------------------------------------------- real kernels
 def log_events(tmp: Path, event: str) -> list[dict[str, Any]]:
     return [r for p in sorted((tmp / "logs").rglob("*.jsonl"))
