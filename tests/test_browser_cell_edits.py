@@ -154,7 +154,7 @@ def test_changed_cell_refused_with_fresh_diff_and_missing_cell(  # noqa: F811
     assert first.locator(".oi-diff-del").inner_text() == "- x = 5"  # the fresh diff
     assert lab.cell_sources()[1] == "x = 5\nprint(x)"  # not overwritten
     lab.screenshot("browser-cell-edits-refused.png")
-    first.locator("button.oi-CellEdits-accept").click()  # accepted against what is there now
+    card.locator("button.oi-CellEdits-acceptAll").click()  # the open one, against what is there now
     cells.nth(3).get_by_text("Noted.").wait_for()
     assert lab.cell_sources()[1] == NEW_X
     told = tool_messages(llm.requests[-1])
