@@ -164,6 +164,35 @@ def test_changed_cell_refused_with_fresh_diff_and_missing_cell(  # noqa: F811
     assert sorted(actions) == ["accepted", "missing", "refused"]
 
 
+
+def test_notebook_closed_mid_proposal_is_recorded_not_applied(  # noqa: F811
+        lab: Lab, lab_server: LabServer, llm):  # noqa: F811
+    """Closing the notebook while the card waits: the kernel (still running) is told, the
+    proposal ends recorded as not applied, the model is told, and the file is untouched."""
+    import time
+
+    write_notebook(lab_server.root / "closed.ipynb", *PY_KERNEL, SOURCES)
+    llm.enqueue(S.tool_calls([edit(2, NEW_X)]), S.text("The notebook was closed."))
+    lab.open_notebook("closed.ipynb")
+    cells = lab.current_panel().locator(".jp-Notebook .jp-Cell")
+    run_cells(lab.page, cells.nth(0), len(SOURCES))
+    cells.nth(3).locator(".oi-CellEdits .oi-diff-add").first.wait_for(timeout=UI_TIMEOUT * 2)
+    lab.page.evaluate("() => window.jupyterapp.shell.currentWidget.dispose()")  # closed unsaved
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+            r["action"] == "not_applied" for r in log_records(lab_server.base, "cell_edit_decided")):
+        time.sleep(0.2)
+    decided = log_records(lab_server.base, "cell_edit_decided")[-1]
+    assert (decided["cell"], decided["action"]) == ("2", "not_applied"), decided
+    assert "notebook was closed" in decided["reason"]
+    while time.monotonic() < deadline and len(llm.requests) < 2:
+        time.sleep(0.2)
+    assert "was not applied: the notebook was closed" in tool_messages(llm.requests[-1])[0]
+    import nbformat
+
+    on_disk = nbformat.read(lab_server.root / "closed.ipynb", as_version=4)
+    assert on_disk.cells[1].source == "x = 1\nprint(x)"  # the file was never touched
+
 # ---------------------------------------------------------------- Notebook 7
 
 

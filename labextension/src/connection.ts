@@ -174,6 +174,7 @@ export class OIConnection implements IDisposable {
       return;
     }
     this._isDisposed = true;
+    this._closeComm(); // the kernel learns the notebook closed (waiting cell edits end)
     this._drop('notebook closed', false);
     NotebookActions.executed.disconnect(this._onExecuted, this);
     Signal.clearData(this);
@@ -295,6 +296,19 @@ export class OIConnection implements IDisposable {
           this._pending.delete(message.request_id);
           pending.resolve(message);
         }
+      }
+    }
+  }
+
+  /** Close the comm with a comm_close (dispose alone tells the kernel nothing). */
+  private _closeComm(): void {
+    const comm = this._comm;
+    if (comm && !comm.isDisposed) {
+      comm.onClose = () => undefined;
+      try {
+        comm.close();
+      } catch {
+        // The kernel is already gone: nothing to tell it.
       }
     }
   }
