@@ -58,10 +58,10 @@ def written_event_names() -> set[str]:
     found: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         found |= set(pattern.findall(path.read_text()))
-    # the log writer names each event's record where it builds it: ``return "name", {...}``
-    writer = (PACKAGE / "record" / "log_writer.py").read_text()
-    found |= set(re.findall(r"""return\s+["']([a-z_]+)["'],""", writer))
-    return found
+    # the events name the records they write (``core.recorded.Recorded.record_kind``)
+    from oi_kernel.core.recorded import record_kinds
+
+    return found | set(record_kinds())
 
 
 def write_lines(path: Path, lines: list[Any]) -> Path:
