@@ -297,7 +297,8 @@ class TurnStarted(Recorded):
     instructions."""
 
     record_kind: ClassVar[str] = "turn_start"
-    doc: ClassVar[str] = ("`turn`, `instruction` (the user's text)")
+    doc: ClassVar[str] = ("`turn`, `instruction` (the user's text), `replayed_from` (only "
+                          "for `%load --replay`: the saved conversation's path)")
     turn: int
     instruction: str
     fields: dict[str, Any] = field(default_factory=dict)

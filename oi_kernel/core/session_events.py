@@ -26,7 +26,8 @@ class SessionStarted(Recorded):
     record_kind: ClassVar[str] = "session_start"
     doc: ClassVar[str] = ("`kernel` (`\"open-interpreter\"`, `\"ipython-magic\"` or "
                           "`\"api\"`), `model`, `child_kernel` (kernelspec name), "
-                          "`cwd`, `oi_version`, `python`")
+                          "`cwd`, `oi_version`, `python`, `headless` (true only for "
+                          "`oi-kernel run`)")
     kernel: str
     model: str
     cwd: str
