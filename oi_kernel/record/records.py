@@ -94,9 +94,9 @@ def _checker(annotation: str) -> tuple[str, _Check]:
 
 
 def kinds() -> dict[str, type[Record]]:
-    """Every event name this module reads, with its record type (``EventRecord`` for the
-    kinds the events write that no type here reads field by field)."""
-    return {**{k: EventRecord for k in record_kinds()}, **_KINDS}
+    """Every event name this module reads field by field, with its record type (the other
+    kinds the events write read as an ``EventRecord``)."""
+    return dict(_KINDS)
 
 
 @dataclass(frozen=True, kw_only=True)
