@@ -21,6 +21,7 @@ END = "<!-- end of the generated records -->"
 
 def table_markdown() -> str:
     """The table: one row per recorded event class (its kinds, its fields)."""
+    import oi_kernel.core.events  # noqa: F401  (every event class defined)
     from oi_kernel.core.recorded import recorded_classes
 
     rows = ["| event | fields | class |", "|---|---|---|"]

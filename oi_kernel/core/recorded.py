@@ -62,9 +62,7 @@ def step_of(turn: Turn, index: int, block: CodeBlock) -> StepRecord:
 
 def recorded_classes() -> list[type[Recorded]]:
     """Every event class that writes a record, in the order docs/session-log.md lists
-    them."""
-    import oi_kernel.core.events  # noqa: F401  (every event class defined)
-
+    them (the classes defined: ``core.events`` imported, as its readers do)."""
     found: list[type[Recorded]] = []
     todo: list[type] = [Recorded]
     while todo:
