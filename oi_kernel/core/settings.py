@@ -13,7 +13,7 @@ from traitlets import Bool, Enum, Float, Integer, List, Unicode, default, observ
 from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
-from oi_kernel.core import change_ignore
+from oi_kernel.core import approval_modes, change_ignore
 from oi_kernel.core.caps import env_number
 from oi_kernel.errors import OIError
 
@@ -24,26 +24,18 @@ class EngineSettings(LoggingConfigurable):
 
 
     approval = Enum(
-        ["always", "risky", "never", "four-eyes", "four-eyes-all"],
-        config=True,
-        help="When to ask before running code: 'always' (every block), 'risky' (every block "
-        "that is not known to be safe or that the risk review flags: see Engine.known_safe), "
-        "'never' (run everything: auto-run), 'four-eyes' (every "
-        "block asks, and one with a high risk flag must be run by someone other than the "
-        "person who sent the instruction), 'four-eyes-all' (every block needs that second "
-        "person). Env: OI_APPROVAL; OI_AUTO_RUN=1 means 'never'.",
+        list(approval_modes.NAMES), config=True, help=approval_modes.help_text(),
     ).tag(env="OI_APPROVAL", env_also="OI_AUTO_RUN")
 
     @default("approval")
     def _approval_default(self) -> str:
         help_text = self.traits()["approval"].help
-        choices = ["always", "risky", "never", "four-eyes", "four-eyes-all"]
-        env = config.env_choice(self.trait_metadata("approval", "env"), choices, "",
-                                help=help_text)
+        env = config.env_choice(self.trait_metadata("approval", "env"), approval_modes.NAMES,
+                                "", help=help_text)
         if env:
             return env
         auto_run = config.env_flag(self.trait_metadata("approval", "env_also"), help=help_text)
-        return "never" if auto_run else "always"
+        return approval_modes.AUTO_RUN if auto_run else approval_modes.DEFAULT
 
     max_steps = Integer(
         10,
