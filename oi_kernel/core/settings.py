@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from traitlets import Bool, Enum, Float, Integer, List, Unicode, default, observe
+from traitlets import Bool, Enum, Float, Integer, List, Unicode, default, observe, validate
 from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
@@ -18,7 +18,7 @@ from oi_kernel.core.caps import env_number
 from oi_kernel.errors import OIError
 
 
-class EngineSettings(LoggingConfigurable):
+class EngineSettings(config.Remembered, LoggingConfigurable):
     """What the turn loop may do: approval policy, steps, limits, context, prompt, and what
     change tracking and checkpoints keep."""
 
@@ -62,9 +62,10 @@ class EngineSettings(LoggingConfigurable):
         name = self.trait_metadata("max_instruction_chars", "env")
         return config.env_int(name, 100_000, minimum=1, help=help_text)
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
-        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
-        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    @validate("approval", "max_steps", "max_cost_per_session", "max_tokens_per_session")
+    def _within_policy(self, proposal: Any) -> Any:
+        return config.check_floor(self, proposal["trait"].name, proposal["value"])
 
     @observe("max_steps")
     def _check_max_steps(self, change: dict[str, Any]) -> None:
