@@ -103,6 +103,8 @@ def test_config_command_lists_values_with_sources_and_hides_secrets(isolated, mo
     assert "- `step_timeout`: `300` — OI_STEP_TIMEOUT" in text
     assert "- `api_key`: (set) — c.LLM.api_key" in text
     assert "sk-very-secret" not in text
+    assert "- `gateway_token`: (not set) — default" in text
+    assert "- `max_tokens_per_session`: `0` — default" in text  # a limit, not a secret
     assert "**Engine**" in text and "**LLM**" in text and "**ChildKernel**" in text
     only = command(s, "config timeout")
     assert "step_timeout" in only and "max_steps" not in only

@@ -26,7 +26,7 @@ from typing import Any
 
 from oi_kernel import config
 
-_SECRET = re.compile(r"key|token|password|headers", re.IGNORECASE)
+_SECRET = re.compile(r"(key|token|password|headers)$", re.IGNORECASE)  # api_key, gateway_token
 _MISSING = object()
 
 
