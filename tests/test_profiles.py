@@ -264,15 +264,13 @@ def test_a_startup_profile_that_fails_blocks_instructions_until_fixed(isolated, 
     engine = new_engine()
     assert PS.apply_startup(engine) == "missing"
     with pytest.raises(P.ProfileError) as info:
-        for check in engine.preflight:
-            check()
+        engine.check_ready()
     assert "chosen by OI_PROFILE" in str(info.value)
     assert "No profile named 'missing'" in str(info.value)
     assert "%profile --clear" in str(info.value)
     assert "⚠️" in PS.describe(engine)
     PS.profile_command(engine, "--clear")
-    for check in engine.preflight:
-        check()  # no longer raises
+    engine.check_ready()  # no longer raises
 
 
 def test_config_selects_a_profile_and_env_wins(isolated, monkeypatch):

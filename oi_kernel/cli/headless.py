@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from oi_kernel.cli.install import KERNEL_NAME, ensure_kernelspec
+from oi_kernel.core import approval_modes
 from oi_kernel.errors import NotConfiguredError, OIError
 from oi_kernel.record.notebook_run import (
     ipc_kernel_manager,
@@ -37,7 +38,7 @@ from oi_kernel.record.notebook_run import (
 
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
-APPROVALS = ("never", "risky")
+APPROVALS = approval_modes.UNATTENDED  # nobody is there to approve
 
 
 @dataclass

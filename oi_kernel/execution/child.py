@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from traitlets import Bool, Float, Unicode, default
+from traitlets import Bool, Float, Unicode, default, validate
 
 from oi_kernel import config
 from oi_kernel.errors import ChildDiedError, ChildKernelError
@@ -46,7 +46,7 @@ def _runs_locally(km: Any) -> bool:
     return km.transport == "ipc" and name == "local-provisioner"
 
 
-class ChildKernel(GatewayOptions):
+class ChildKernel(config.Remembered, GatewayOptions):
     """A child kernel that runs the approved code, so variables persist across turns.
 
     This one runs on this machine; ``execution.placement.new_child_kernel`` picks the
@@ -76,9 +76,10 @@ class ChildKernel(GatewayOptions):
         name = self.trait_metadata("startup_timeout", "env")
         return config.env_float(name, 60.0, minimum=0.1, help=help_text)
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
-        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
-        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+    @validate("sandbox")
+    def _within_policy(self, proposal: Any) -> Any:
+        return config.check_floor(self, "sandbox", proposal["value"])
+
     watchdog_interval = Float(
         0.25, config=True, help="Seconds between checks that the child kernel is still alive."
     )
@@ -305,13 +306,8 @@ class ChildKernel(GatewayOptions):
 
     # ----------------------------------------------------------------- requests
     def send(
-        self,
-        msg_type: str,
-        content: dict[str, Any],
-        msg_id: str | None = None,
-        *,
-        metadata: dict[str, Any] | None = None,
-        buffers: list[Any] | None = None,
+        self, msg_type: str, content: dict[str, Any], msg_id: str | None = None, *,
+        metadata: dict[str, Any] | None = None, buffers: list[Any] | None = None,
         channel: str = "shell",
     ) -> str:
         """Send a message to the child without waiting; returns its msg_id."""

@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from traitlets import List, Unicode, default
+from traitlets import List, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
@@ -80,7 +80,7 @@ def _env_paths(name: str) -> list[str]:
     return [p for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
 
 
-class Sandbox(LoggingConfigurable):
+class Sandbox(config.Remembered, LoggingConfigurable):
     """What the sandboxed child may see besides the workspace: explicit grants."""
 
     read_paths = List(
@@ -107,9 +107,10 @@ class Sandbox(LoggingConfigurable):
     def _write_default(self) -> list[str]:
         return _env_paths(self.trait_metadata("write_paths", "env"))
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
-        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
-        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    @validate("read_paths", "write_paths")
+    def _within_policy(self, proposal: Any) -> Any:
+        return config.check_floor(self, proposal["trait"].name, proposal["value"])
 
     def resolved(self, home: str | None = None, cwd: str | None = None
                  ) -> tuple[tuple[str, ...], tuple[str, ...]]:

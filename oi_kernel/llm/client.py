@@ -24,8 +24,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Enum, Float, Integer, Unicode, default
-from traitlets.config import Configurable
+from traitlets import Enum, Float, Integer, Unicode, default, validate
 
 from oi_kernel import config
 from oi_kernel.core.types import Reply
@@ -50,7 +49,7 @@ if TYPE_CHECKING:  # both are imported where used: not needed before a kernel's 
 PLACEHOLDER_KEY = "no-key-needed"
 
 
-class LLM(Configurable):
+class LLM(config.Remembered):
     """Talks to the configured model through litellm."""
 
     model = Unicode(
@@ -145,9 +144,10 @@ class LLM(Configurable):
         return config.env_choice(self.trait_metadata("small_model", "env"), ["auto", "on", "off"],
                                  "auto", help=help_text)
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
-        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
-        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    @validate("model")
+    def _within_policy(self, proposal: Any) -> Any:
+        return config.check_floor(self, "model", proposal["value"])
 
     # -- cheap questions (no litellm import)
 
