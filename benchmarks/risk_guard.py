@@ -184,7 +184,7 @@ def inner(base: Path, seconds: float, memory: str, only: set[int]) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     from oi_kernel.execution.limits import parse_size
-    from oi_kernel.execution.probe_loader import local_probe
+    from oi_kernel.execution.probe import local_probe
     from oi_kernel.languages import as_ipython_cell, normalize_language
 
     sys.path.insert(0, str(HERE))

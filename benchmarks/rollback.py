@@ -201,7 +201,7 @@ GB_SCRIPT = r"""
 import json, os, pickle, sys, time
 import numpy as np
 sys.path.insert(0, {repo!r})
-from oi_kernel.execution.probe_loader import local_probe
+from oi_kernel.execution.probe import local_probe
 P = local_probe()
 _ns = sys.modules['__main__'].__dict__
 def run():  # locals: a restore removes globals the checkpoint did not have

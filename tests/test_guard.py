@@ -16,7 +16,7 @@ import pytest
 
 from oi_kernel.core import guard
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision
-from oi_kernel.execution import probe_loader
+from oi_kernel.execution import probe as probe_loader
 from oi_kernel.safety.risk import MEDIUM, Flag
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def test_probe_parts_define_each_name_once():
 SHELL_SCRIPT = """
 import json, os, sys
 from IPython.core.interactiveshell import InteractiveShell
-from oi_kernel.execution.probe_loader import local_probe
+from oi_kernel.execution.probe import local_probe
 shell, probe = InteractiveShell.instance(), local_probe()
 results = {}
 for name, code in json.loads(sys.argv[1]).items():

@@ -30,7 +30,7 @@ from oi_kernel.core.types import CodeBlock
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
 from oi_kernel.execution.limits import parse_size
-from oi_kernel.execution.probe_loader import BOOT
+from oi_kernel.execution.probe import BOOT
 from oi_kernel.languages import as_ipython_cell
 
 STOP_GRACE_S = 3.0

@@ -280,7 +280,7 @@ class ShellExecutor:
 
     async def probe(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Call the change/checkpoint probe here, in the user's own process."""
-        from oi_kernel.execution.probe_loader import local_probe
+        from oi_kernel.execution.probe import local_probe
 
         return json.loads(local_probe().call(name, *args, **kwargs))
 

@@ -20,8 +20,8 @@ import sys
 import threading
 import types
 
-from oi_kernel.execution.probe import _shell
-from oi_kernel.execution.probe_guard import (
+from .changes import _shell
+from .guard import (
     _GUARDED,
     _folders,
     _get_ident,

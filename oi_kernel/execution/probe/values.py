@@ -14,7 +14,7 @@ import pickle
 import types
 import weakref
 
-from oi_kernel.execution.probe import Settings, _identity
+from .changes import Settings, _identity
 
 _BY_REFERENCE = (types.FunctionType, type, types.BuiltinFunctionType, types.MethodType)
 _PLAIN = frozenset({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,

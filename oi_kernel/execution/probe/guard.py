@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 
-from oi_kernel.execution.probe import WRITE_FLAGS, _at, _State
+from .changes import WRITE_FLAGS, _at, _State
 
 # the guarded step (its serial number) the code running now belongs to; 0: none
 _GUARDED = contextvars.ContextVar("oi_guarded", default=0)

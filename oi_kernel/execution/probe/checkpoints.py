@@ -14,7 +14,7 @@ import shutil
 import signal
 import time
 
-from oi_kernel.execution.probe import (
+from .changes import (
     FRONTEND_SAVED,
     Settings,
     _before,
@@ -30,9 +30,9 @@ from oi_kernel.execution.probe import (
     public_names,
     scan,
 )
-from oi_kernel.execution.probe_copy import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
-from oi_kernel.execution.probe_guard_cell import guard_arm, guard_taken
-from oi_kernel.execution.probe_watch import _Watch, hook
+from .values import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
+from .guard_cell import guard_arm, guard_taken
+from .watch import _Watch, hook
 
 
 # ----------------------------------------------------------------------------- checkpoints

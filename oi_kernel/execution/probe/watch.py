@@ -12,7 +12,7 @@ import stat
 import struct
 import sys
 
-from oi_kernel.execution.probe import (
+from .changes import (
     FRONTEND_SAVED,
     WRITE_FLAGS,
     Settings,
@@ -23,7 +23,7 @@ from oi_kernel.execution.probe import (
     _walk,
     ignored,
 )
-from oi_kernel.execution.probe_guard import _Guard, check
+from .guard import _Guard, check
 
 # inotify(7) constants (Linux)
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
