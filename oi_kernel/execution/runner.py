@@ -126,7 +126,7 @@ class ChildRunner:
         self._carry_end, self._ended = dict(kwargs), None
 
     async def arm_guard(self, settings: dict[str, Any]) -> None:
-        """Run the next block under the runtime guard (``probe_guard``): one probe call,
+        """Run the next block under the runtime guard (``probe/guard.py``): one probe call,
         which arms IPython's ``pre_run_cell``; the report comes back with that block's
         reply when it succeeded (``guard_report``). ``settings["memory"]``: a size ("2G")."""
         try:

@@ -285,7 +285,7 @@ class ShellExecutor:
         return json.loads(local_probe().call(name, *args, **kwargs))
 
     async def arm_guard(self, settings: dict[str, Any]) -> None:
-        """Run the next block under the runtime guard (``probe_guard``), here in the user's
+        """Run the next block under the runtime guard (``probe/guard.py``), here in the user's
         own process as in a child kernel."""
         from oi_kernel.execution.limits import parse_size
 

@@ -1,10 +1,5 @@
 """Checkpoints and rollback, and the probe's entry point ``call``: the last part of the probe
-(see ``probe.py``).
-
-Where the probe runs, ``probe_loader`` joins this file's source to ``probe.py``'s,
-``probe_watch.py``'s and ``probe_copy.py``'s as one module and leaves out the imports from them
-below (the names are then that module's own); imported as
-``oi_kernel.execution.probe_checkpoints``, the same names come from those modules.
+(see ``changes.py``).
 """
 
 import json
@@ -466,7 +461,7 @@ def drop(cid):
 
 
 def guard(settings):
-    """Run the next cell under the runtime guard (probe_guard.py) with ``settings``."""
+    """Run the next cell under the runtime guard (guard.py) with ``settings``."""
     hook()
     return guard_arm(settings)
 
