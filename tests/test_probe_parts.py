@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.kernel_client import KernelSession
 
 from oi_kernel.execution import probe
+from tests.kernel_client import KernelSession
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE_DIR = REPO / "oi_kernel" / "execution" / "probe"

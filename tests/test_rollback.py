@@ -342,8 +342,8 @@ def test_api_changes_undo_checkpoints_and_restore(llm_server, tmp_path):
 def test_undo_in_the_sandbox_restores_the_workspace(_server, tmp_path_factory):
     from oi_kernel.execution import sandbox
 
-    if sandbox.probe():  # CI and this machine have bubblewrap: this runs there
-        pytest.fail(f"bubblewrap is needed for this test: {sandbox.probe()}")
+    if sandbox.unavailable():  # CI and this machine have bubblewrap: this runs there
+        pytest.fail(f"bubblewrap is needed for this test: {sandbox.unavailable()}")
     workspace = tmp_path_factory.mktemp("boxed-rollback")
     (workspace / "data.csv").write_text("a,b\n1,2\n")
     env = kernel_env(_server, workspace, OI_SANDBOX="1", OI_AUTO_RUN="1")

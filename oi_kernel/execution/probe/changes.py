@@ -334,8 +334,8 @@ class _State:
     before_complete = True
     before_listed = set()
     root = ""
-    checkpoints = {}  # id -> Checkpoint
-    current = None  # the Checkpoint whose pre-images are being recorded
+    checkpoints = {}  # id -> Snapshot (checkpoints.py)
+    current = None  # the Snapshot whose pre-images are being recorded
     hooked = False
     in_hook = False
     relist = None  # the checkpoint whose files the next cell lists again (``arm_relist``)

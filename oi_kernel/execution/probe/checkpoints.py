@@ -25,13 +25,16 @@ from .changes import (
     public_names,
     scan,
 )
-from .values import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
 from .guard_cell import guard_arm, guard_taken
+from .values import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
 from .watch import _Watch, hook
 
 
 # ----------------------------------------------------------------------------- checkpoints
-class Checkpoint:
+class Snapshot:
+    """What the probe holds for one checkpoint (the engine's ``core.rollback.Checkpoint``):
+    a fork or a copy of the namespace, and the files' pre-images."""
+
     def __init__(self, cid):
         self.cid = cid
         self.dir = os.path.join(Settings.store, str(cid))
@@ -380,7 +383,7 @@ def checkpoint(cid, store, snapshot=False, drop_ids=(), relist=False):
     Settings.store = os.path.abspath(store)  # relative: to where the code runs (a remote kernel)
     hook()
     started = time.perf_counter()
-    cp = Checkpoint(cid)
+    cp = Snapshot(cid)
     _State.checkpoints[cid] = cp
     _State.current = cp
     cp.save_index()
@@ -431,7 +434,7 @@ def _restore_from_disk(cid, store):
         names = []
     for name in names:
         if name.isdigit() and int(name) >= cid:
-            cp = Checkpoint.from_disk(os.path.join(store, name), int(name))
+            cp = Snapshot.from_disk(os.path.join(store, name), int(name))
             if cp is not None:
                 kept.append(cp)
     kept.sort(key=lambda c: c.cid, reverse=True)
