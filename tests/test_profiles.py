@@ -428,10 +428,10 @@ def test_profile_error_is_an_oi_error():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux only")
 def test_profile_sandbox_restarts_the_child_confined(llm_server, tmp_path):
-    from oi_kernel.execution.sandbox import probe
+    from oi_kernel.execution.sandbox import unavailable
 
-    if probe():
-        pytest.skip(f"no sandbox here: {probe()}")
+    if unavailable():
+        pytest.skip(f"no sandbox here: {unavailable()}")
     data = Path(tempfile.mkdtemp(prefix="oi-granted-", dir="/var/tmp"))  # outside the view
     (data / "table.csv").write_text("a,b\n1,2\n")
     write_profile(tmp_path / ".oi" / "profiles", "boxed",

@@ -145,7 +145,7 @@ class Sandbox(config.Remembered, LoggingConfigurable):
 
 # ------------------------------------------------------------------ availability
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
-_PROBE_FLAGS = ("--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
+_CHECK_FLAGS = ("--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
                 "--proc", "/proc", "--unshare-net", "--unshare-pid", "--die-with-parent")
 
 
@@ -161,7 +161,7 @@ def bwrap_version(bwrap: str) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=4)
-def probe(bwrap: str = "bwrap") -> str:
+def unavailable(bwrap: str = "bwrap") -> str:
     """An empty string when the sandbox can work here, else what is missing.
 
     Checked once per process (cached): bubblewrap runs and can create its namespaces
@@ -175,7 +175,7 @@ def probe(bwrap: str = "bwrap") -> str:
         )
     try:
         done = subprocess.run(
-            [path, *_PROBE_FLAGS, "true"], capture_output=True, text=True, timeout=20
+            [path, *_CHECK_FLAGS, "true"], capture_output=True, text=True, timeout=20
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap ({path}) could not be run: {exc}."
@@ -198,7 +198,7 @@ def probe(bwrap: str = "bwrap") -> str:
 
 def require_bwrap(bwrap: str = "bwrap") -> str:
     """The path of a working bwrap, or a SandboxError naming what is missing."""
-    problem = probe(bwrap)
+    problem = unavailable(bwrap)
     if problem:
         raise SandboxError(
             "The sandbox was requested (OI_SANDBOX=1 / c.ChildKernel.sandbox / %sandbox on) but "
