@@ -94,7 +94,7 @@ def test_the_log_records_proposals_and_decisions():
 
 # ---------------------------------------------------------------------- the review
 class FakeComms:
-    """What CellEdits uses of FrontendComms; ``feature``: an extension announced cell edits."""
+    """What CellEdits uses of FrontendComms' CommExtras; ``feature``: an extension announced cell edits."""
 
     def __init__(self, feature: bool = True) -> None:
         self.feature = feature
@@ -210,15 +210,15 @@ def test_frontend_comms_learn_the_feature_from_hello_and_route_decisions(monkeyp
     fc.register_target(manager)
     old, new = FakeComm("old"), FakeComm("new")
     manager.targets[TARGET](old, {"content": {"data": {"type": "hello", "version": 1}}})
-    assert not fc.supports("cell_edits")  # an extension from before cell edits
+    assert not fc.extras.supports("cell_edits")  # an extension from before cell edits
     manager.targets[TARGET](new, {"content": {"data": {"type": "hello", "version": 1,
                                                        "features": ["cell_edits", 7]}}})
-    assert fc.supports("cell_edits") and fc.features["new"] == {"cell_edits"}
+    assert fc.extras.supports("cell_edits") and fc.extras.features["new"] == {"cell_edits"}
     new.on_msg_cb({"content": {"data": {"type": "cell_edit_state", "proposal": "nope"}}})
     assert new.sent[-1] == {"type": "cell_edit_state", "proposal": "nope", "open": False,
                             "decided": {}}
     new.on_close_cb({})
-    assert not fc.supports("cell_edits")
+    assert not fc.extras.supports("cell_edits")
     fc.close()
 
 

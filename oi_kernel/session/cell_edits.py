@@ -156,8 +156,8 @@ class Proposal:
 
 class CellEdits:
     """The ``edit_cell`` tool of one session: offered to the model, its calls reviewed in the
-    notebook through the extension (``comms``: the session's ``FrontendComms``; None in a
-    terminal), or proposed as code where no extension shows them. ``publish(msg_type,
+    notebook through the extension (``comms``: the ``CommExtras`` of the session's
+    ``FrontendComms``), or proposed as code where no extension shows them. ``publish(msg_type,
     content)`` sends an iopub message for the running cell."""
 
     def __init__(self, engine: Any, comms: Any, publish: Callable[[str, dict[str, Any]], None]

@@ -42,6 +42,7 @@ from typing import Any, Literal
 from oi_kernel.approval import card as cards
 from oi_kernel.core import identity
 from oi_kernel.errors import OIError
+from oi_kernel.session.comm_extras import CommExtras
 
 TARGET = "oi_kernel"
 PROTOCOL_VERSION = 1
@@ -75,13 +76,10 @@ class FrontendComms:
         self._log_path = log_path
         self._cwd = cwd
         self._comms: dict[str, Any] = {}
+        self.extras = CommExtras(self._comms, self._send)  # features, more message types
         self._tasks: set[asyncio.Task[Any]] = set()
         self._manager: Any = None
         self._last_decision = ""  # "step 2 · approved by alice" (the status tooltip)
-        self.features: dict[str, set[str]] = {}  # comm id -> what its extension announced
-        # more message types (session.cell_edits): type -> handler(comm, msg, data)
-        self.handlers: dict[str, Callable[[Any, dict[str, Any], dict[str, Any]], None]] = {}
-        self.closed: list[Callable[[], None]] = []  # called when a comm closes
         cards.on_decided(self._card_decided)
         engine.observe(self._on_setting, names=["approval"])
         engine.llm.observe(self._on_setting, names=["model"])
@@ -91,7 +89,7 @@ class FrontendComms:
         if publish is not None:  # iopub for the running cell: the edit_cell tool's diffs
             from oi_kernel.session.cell_edits import CellEdits
 
-            CellEdits(engine, self, publish).attach()
+            CellEdits(engine, self.extras, publish).attach()
 
     # ------------------------------------------------------------ lifecycle
     def register_target(self, comm_manager: Any = None) -> None:
@@ -114,7 +112,7 @@ class FrontendComms:
             except Exception:
                 log.debug("closing an oi_kernel comm failed", exc_info=True)
         self._comms.clear()
-        self.features.clear()
+        self.extras.features.clear()
         for task in list(self._tasks):
             task.cancel()
         cards.off_decided(self._card_decided)
@@ -131,26 +129,9 @@ class FrontendComms:
         comm_id = comm.comm_id
         self._comms[comm_id] = comm
         comm.on_msg(lambda m: self._on_msg(comm, m))
-        comm.on_close(lambda m: self._on_close(comm_id))
-        self._note_features(comm_id, (msg.get("content") or {}).get("data"))
+        comm.on_close(lambda m: self.extras.comm_closed(comm_id))
+        self.extras.hello(comm_id, (msg.get("content") or {}).get("data"))
         self._send(comm, self.status())
-
-    def _on_close(self, comm_id: str) -> None:
-        self._comms.pop(comm_id, None)
-        self.features.pop(comm_id, None)
-        for callback in list(self.closed):
-            callback()
-
-    def _note_features(self, comm_id: str, data: Any) -> None:
-        """The ``features`` a ``hello`` names (e.g. "cell_edits")."""
-        if isinstance(data, dict) and data.get("type") == "hello":
-            features = data.get("features")
-            self.features[comm_id] = {f for f in features if isinstance(f, str)} if isinstance(
-                features, list) else set()
-
-    def supports(self, feature: str) -> bool:
-        """Whether an open comm's extension announced ``feature``."""
-        return any(feature in self.features.get(cid, ()) for cid in self._comms)
 
     # ------------------------------------------------------------ kernel -> frontend
     def status(self) -> dict[str, Any]:
@@ -254,14 +235,6 @@ class FrontendComms:
         for comm in list(self._comms.values()):
             self._send(comm, data)
 
-    def send(self, comm: Any, data: dict[str, Any]) -> None:
-        """Send ``data`` on one comm (a handler's answer)."""
-        self._send(comm, data)
-
-    def broadcast(self, data: dict[str, Any]) -> None:
-        """Send ``data`` on every open comm."""
-        self._broadcast(data)
-
     def _send(self, comm: Any, data: dict[str, Any]) -> None:
         if getattr(comm, "_closed", False):
             self._comms.pop(comm.comm_id, None)
@@ -276,10 +249,10 @@ class FrontendComms:
         data = msg.get("content", {}).get("data") or {}
         kind = data.get("type") if isinstance(data, dict) else None
         if kind in ("hello", "get_status"):
-            self._note_features(comm.comm_id, data)
+            self.extras.hello(comm.comm_id, data)
             self._send(comm, self.status())
-        elif kind in self.handlers:
-            self.handlers[kind](comm, msg, data)
+        elif kind in self.extras.handlers:
+            self.extras.handlers[kind](comm, msg, data)
         elif kind == "set_model":
             self._set_model(comm, data)
         elif kind == "export":
