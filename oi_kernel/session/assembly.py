@@ -299,10 +299,10 @@ def build_session(
         runner = ChildRunner(child, on_restart=lambda: session_ref[0].child_restarted(),
                              **(runner_options or {}))
         executor = runner
+    if parent is not None and getattr(parent, "log", None) is not None:
+        engine_options = {"log": parent.log, **(engine_options or {})}  # (its parts log there)
     engine = Engine(executor=executor, approver=approver, parent=parent, llm=llm,
                     **(engine_options or {}))
-    if parent is not None and getattr(parent, "log", None) is not None:
-        engine.log = parent.log
     session = Session(kind, engine, child=child, runner=runner, log_dir=log_dir,
                       logging=logging, session_id=session_id or _session_id_from_env(kind))
     session_ref.append(session)
