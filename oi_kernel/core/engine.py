@@ -92,7 +92,8 @@ class Engine(EngineSettings):
     recorder = Instance(object, allow_none=True,
                         help="Records events: the session log's ``LogWriter`` (or None).")
 
-    def __init__(self, executor: Executor, approver: Approver, *, llm: Model, **kwargs: Any) -> None:
+    def __init__(self, executor: Executor, approver: Approver, *, llm: Model, author: str = "",
+                 **kwargs: Any) -> None:
         super().__init__(llm=llm, **kwargs)
         self.executor = executor
         self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
@@ -114,7 +115,8 @@ class Engine(EngineSettings):
                                  log_path=lambda: getattr(self.recorder, "path", None))
         self.steps = StepRunner(self, executor, approver, llm, self.publish,
                                 toolbox=self.toolbox, tool_settings=self.tool_settings,
-                                secrets=self.secrets, rollback=self.rollback, log=self.log)
+                                secrets=self.secrets, rollback=self.rollback, log=self.log,
+                                author=author)
         self.usage = Usage()
         # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
         self.preflight: list[Callable[[], None]] = []

@@ -130,7 +130,8 @@ class StepRunner:
 
     def __init__(self, settings: StepSettings, executor: Executor, approver: Approver,
                  model: Model, record: EventSink, *, toolbox: Toolbox, tool_settings: Tools,
-                 secrets: SecretSet, rollback: Rollback, log: logging.Logger) -> None:
+                 secrets: SecretSet, rollback: Rollback, log: logging.Logger,
+                 author: str = "") -> None:
         self.settings = settings
         self.executor = executor
         self.approver = approver
@@ -141,6 +142,7 @@ class StepRunner:
         self.secrets = secrets
         self.rollback = rollback
         self.log = log
+        self.author = author  # who asks when a turn's request does not say ("": this user)
         self.taint: Taint = {}  # variables whose values came from outside (safety.untrusted)
         self._names: SessionNames | None = None  # what earlier steps imported and defined
         self.fence = f"untrusted-{token_hex(6)}"  # delimits outside text
@@ -227,7 +229,7 @@ class StepRunner:
         request = ApprovalRequest(turn.index, index, block, flags, sandboxed,
                                   run_all_allowed=not _asks(settings.approval_floor, None),
                                   tool=spec.label if spec else "",
-                                  author=context.author or identity.person(),
+                                  author=context.author or self.author or identity.person(),
                                   allow_stdin=context.allow_stdin)
         self.four_eyes_for(request)
         emit(StepReviewed(turn.index, index, block, flags, followed, spec))
