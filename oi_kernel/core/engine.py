@@ -43,10 +43,19 @@ from oi_kernel.core.events import (
 )
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.core.model import Model
+from oi_kernel.core.replies import (
+    CUT_BLOCK_NOTICE,
+    answerer,
+    assistant_tool_message,
+    empty_notice,
+    images_message,
+    images_of,
+)
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.settings import EngineSettings
 from oi_kernel.core.small_model import Draft, ModelPolicy, policy_for
-from oi_kernel.core.steps import NOT_REACHED, StepRunner, offered_languages
+from oi_kernel.core.step_seams import offered_languages
+from oi_kernel.core.steps import NOT_REACHED, StepRunner
 from oi_kernel.core.tools import (
     FIND,
     Offer,
@@ -65,19 +74,6 @@ from oi_kernel.errors import (
     LLMToolsUnsupportedError,
 )
 from oi_kernel.safety.redact import SecretSet
-
-CUT_BLOCK_NOTICE = (
-    "The reply reached the model's output token limit inside a code block: that block was "
-    "cut off and was not run. The model was asked to send it again."
-)
-EMPTY_REPLY_NOTICE = (
-    "The model sent an empty reply (no text and no code). Ask again or rephrase; if it keeps "
-    "happening, check the model (`%model`) and its server."
-)
-ONLY_REASONING_NOTICE = (
-    "The model only reasoned (shown as thinking above) and gave no answer and no code. Ask "
-    "again or rephrase; if it keeps happening, the model may need a larger reply limit."
-)
 
 
 class Engine(EngineSettings):
@@ -213,7 +209,7 @@ class Engine(EngineSettings):
         messages = [{"role": "system", "content": system}, *self.conversation.messages]
         fitted = fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
                               protect_from=self.conversation.protect_from())
-        instruction = self.turns[-1].instruction if self.turns else ""  # (``%context``: none)
+        instruction = self.turns[-1].instruction if self.turns else ""  # (``%tokens`` too)
         return policy.prepare_request(fitted, self.conversation, instruction)
 
     def budget_tokens(self) -> int:
@@ -255,7 +251,8 @@ class Engine(EngineSettings):
             check()
         if len(instruction) > self.max_instruction_chars:
             raise InstructionTooLongError(len(instruction), self.max_instruction_chars)
-        note = await _namespace_note(self.executor, self.log)  # before the turn exists: an interrupt here is clean
+        # before the turn exists: an interrupt here is clean
+        note = await _namespace_note(self.executor, self.log)
         turn, emit = self._start_turn(instruction, emit)
         self.conversation.start_turn(instruction + context + note)
         reason, final_text = "", ""
@@ -324,7 +321,7 @@ class Engine(EngineSettings):
             drafts = []
             if not blocks and not problems:
                 if not reply.text.strip() and not reply.tool_calls and not turn.steps:
-                    emit(Notice(_empty_notice(reply), "warning"))
+                    emit(Notice(empty_notice(reply), "warning"))
                 return "done", reply.text
             run_all, stop = await self._run_blocks(turn, reply, blocks, problems, run_all, emit)
             if stop:
@@ -401,7 +398,7 @@ class Engine(EngineSettings):
         problems: list[str] = []
         if reply.tool_calls:
             blocks, problems = blocks_from_calls(self.toolbox, reply.tool_calls)
-            self.conversation.append(_assistant_tool_message(reply))
+            self.conversation.append(assistant_tool_message(reply))
             return blocks, problems
         blocks = codeblocks.extract_code_blocks(reply.text)
         if reply.finish_reason == "length":  # the token limit cut the reply: no half block
@@ -430,7 +427,7 @@ class Engine(EngineSettings):
         feedback: list[str] = []
         records: list[StepRecord] = []  # each step as it ended (this loop's own state)
         stop = False
-        answer = _answerer(self.conversation, feedback)
+        answer = answerer(self.conversation, feedback)
         for block in blocks:
             index = len(turn.steps) + 1
             if stop:
@@ -452,20 +449,18 @@ class Engine(EngineSettings):
                 emit(Notice(CUT_BLOCK_NOTICE, "warning"))
         if feedback:  # markdown mode: one user message with every result
             self.conversation.append({"role": "user", "content": "\n\n".join(feedback)})
-        images = _images(records)[: self.max_images]
+        images = images_of(records)[: self.max_images]
         if images and self.llm.supports_vision():  # (others read the '[image ...]' text)
-            self.conversation.append(_images_message(images))
+            self.conversation.append(images_message(images))
         return run_all, stop
 
     async def run_code_steps(
         self, title: str, blocks: list[CodeBlock], emit: EventSink, *,
         reask: frozenset[str] | None = None, stop_on_failure: bool = False, **log_fields: Any
     ) -> Turn:
-        """Propose recorded code (``%load --replay``, ``%rebuild``) through the same review,
-        approval and execution path as the model's code, without calling the LLM. The
-        conversation is not changed; the steps are recorded as a turn (``log_fields`` go in
-        its turn_start). ``reask``: code approved before runs without asking unless the
-        review flags one of these categories (or the policy's floor asks);
+        """Recorded code (``%load --replay``, ``%rebuild``) through the model's code's review,
+        approval and execution, without the LLM; the conversation is not changed; the steps
+        are a turn (``log_fields`` go in its turn_start). ``reask``: see ``run_step``;
         ``stop_on_failure``: a step that does not end "ok" ends the turn there."""
         turn, emit = self._start_turn(title, emit, log_fields)
         run_all, reason = False, ""
@@ -503,53 +498,3 @@ def _caps(settings: EngineSettings) -> Caps:
     """The token and cost caps of a turn and of the session."""
     return Caps(settings.max_tokens_per_turn, settings.max_cost_per_turn,
                 settings.max_tokens_per_session, settings.max_cost_per_session)
-
-
-def _empty_notice(reply: Reply) -> str:
-    """A reply with no answer and no code, before any step ran (after steps, the model has
-    nothing to add, as many local models answer a tool result, and the turn just ends)."""
-    return ONLY_REASONING_NOTICE if reply.reasoning.strip() else EMPTY_REPLY_NOTICE
-
-
-def _answerer(conversation: Conversation,
-              feedback: list[str]) -> Callable[[str | None, str], None]:
-    """Answers a step: a tool result message (tool mode), or text for the next user
-    message (markdown mode, gathered in ``feedback``)."""
-
-    def answer(call_id: str | None, text: str) -> None:
-        if call_id:
-            conversation.answer_tool_call(call_id, text)
-        else:
-            feedback.append(text)
-
-    return answer
-
-
-def _images(records: list[StepRecord]) -> list[str]:
-    """The images the steps displayed, as data URLs."""
-    return [
-        f"data:{mime};base64,{data.strip()}"
-        for r in records for o in r.outputs
-        for mime, data in (o.get("data") or {}).items()
-        if mime in ("image/png", "image/jpeg") and isinstance(data, str)
-    ]
-
-
-def _images_message(images: list[str]) -> dict[str, Any]:
-    """Vision models see the images as a user message after the results (tool results are
-    text)."""
-    parts: list[dict[str, Any]] = [
-        {"type": "text", "text": "The images displayed by the code above:"}]
-    parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
-    return {"role": "user", "content": parts}
-
-
-def _assistant_tool_message(reply: Reply) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": reply.text or None,
-        "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in reply.tool_calls
-        ],
-    }

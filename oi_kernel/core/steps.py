@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from secrets import token_hex
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from oi_kernel.core import changes, four_eyes, guard, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
@@ -30,6 +30,7 @@ from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import policy_for
+from oi_kernel.core.step_seams import StepEnd, StepSettings, offered_languages
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec, tool_flags
 from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of, with_context
 from oi_kernel.core.types import (
@@ -40,7 +41,7 @@ from oi_kernel.core.types import (
     StepStatus,
     Turn,
 )
-from oi_kernel.languages import available_languages, normalize_language
+from oi_kernel.languages import normalize_language
 from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import Flag, character_flags, format_flags, review_or_flag
 from oi_kernel.safety.untrusted import UNREADABLE, Source, Taint, carries_text, code_sources
@@ -58,39 +59,6 @@ TOOL_ALWAYS_ASKS = frozenset({"destructive", "tool-changed"})
 # the known-safe review found all of it known safe (else its own flag asks) and the run-time
 # guard stops a write that would replace an existing file.
 RISKY_ADVICE = frozenset({"overwrite-file"})
-
-
-class StepSettings(Protocol):
-    """The settings a step reads when it runs, live (``c.Engine.*``, ``core.settings``, and
-    the administrator's floors set by the policy): plain values, nothing else."""
-
-    approval: str
-    approval_floor: str
-    untrusted_content: str
-    known_safe: list[str]  # the user's entries for the known-safe review
-    known_safe_denied: list[str]  # the administrator's
-    step_timeout: float
-    guard: str
-    guard_time_limit: float
-    guard_memory_limit: str
-    max_output_chars: int
-    languages: list[str]
-
-
-def offered_languages(wanted: list[str]) -> list[str]:
-    """The available languages, limited to ``wanted`` when that is not empty."""
-    names = {normalize_language(name) for name in wanted}
-    return [n for n in available_languages() if not wanted or n in names]
-
-
-@dataclass(frozen=True)
-class StepEnd:
-    """How a step ended, as its own events told it (the loop's local state, never read back
-    from the turn's fold): ``record`` is the step's last ``Decided``/``StepDone`` record."""
-
-    run_all: bool
-    stop: bool
-    record: StepRecord
 
 
 @dataclass
@@ -328,7 +296,8 @@ class StepRunner:
     def four_eyes_for(self, request: ApprovalRequest) -> None:
         """Mark ``request`` as needing a second person when four-eyes approval applies
         (the policy's floor first: it names who requires it)."""
-        for mode, source in ((self.settings.approval_floor, "policy"), (self.settings.approval, "setting")):
+        settings = self.settings
+        for mode, source in ((settings.approval_floor, "policy"), (settings.approval, "setting")):
             if four_eyes.required((mode,), request.flags):
                 request.four_eyes, request.four_eyes_source = mode, source
                 return
