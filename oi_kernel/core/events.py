@@ -27,6 +27,7 @@ from oi_kernel.core.types import ApprovalRequest, CodeBlock, Reply, StepRecord, 
 if TYPE_CHECKING:
     from oi_kernel.core.claims import Check
     from oi_kernel.core.guard import GuardStop
+    from oi_kernel.core.preview import PreviewResult
     from oi_kernel.core.tools import ToolSpec
     from oi_kernel.safety.risk import Flag
 
@@ -232,6 +233,28 @@ class StepReviewed:
     flags: list[Flag]
     untrusted: list[dict[str, Any]] = field(default_factory=list)
     tool: ToolSpec | None = None
+
+
+@dataclass(frozen=True)
+class Previewed:
+    """A step was previewed in a disposable copy (``core.preview``): what it would do."""
+
+    turn: int
+    step: int
+    language: str
+    result: PreviewResult
+
+
+@dataclass(frozen=True)
+class PreviewCompared:
+    """A previewed step ran for real: whether it ran the previewed code (byte for byte) and
+    which of its changes differed from the preview's (``differed``: lines)."""
+
+    turn: int
+    step: int
+    sha256: str
+    same_code: bool
+    differed: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

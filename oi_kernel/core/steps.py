@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from oi_kernel.core import changes, four_eyes, guard, identity, prompts
+from oi_kernel.core import changes, four_eyes, guard, identity, preview, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
@@ -82,6 +82,8 @@ class StepHost(Protocol):
     known_safe_denied: list[str]  # the administrator's
     step_timeout: float
     guard: str
+    preview: str  # core.preview's mode
+    preview_timeout: float
     guard_time_limit: float
     guard_memory_limit: str
     max_output_chars: int
@@ -207,6 +209,7 @@ class StepRunner:
                                   author=context.author or identity.person(),
                                   allow_stdin=context.allow_stdin)
         self.four_eyes_for(request)
+        request.preview = preview.for_request(self.host, request, language or "", emit)
         emit(StepReviewed(turn.index, index, block, flags, followed, spec))
         if spec is None and (language is None or language not in self.host.offered_languages()):
             feedback = (f"Language '{block.language}' is not available here. Use one of: "
@@ -220,6 +223,7 @@ class StepRunner:
         else:  # approved once already: asked again only for what the review names
             asks = self.needs_approval(request, True) or any(f.category in reask
                                                              for f in flags)
+        await preview.before_card(self.host, request, asks)
         emit(CodeProposed(request, asks))
         if followed and not asks and not turn.untrusted_noticed:
             why = ("`%approval risky` asks about such steps" if self.host.auto_run
@@ -248,6 +252,7 @@ class StepRunner:
         guarded = guard.guarded(self.host.guard, self.host.approval, request, decision)
         stopped = await self._execute(turn, StepRecord(index, block, decision), ran_block,
                                       format_flags(flags), emit, spec, guarded=guarded)
+        preview.compare(request, decision.code, _changes_of(turn, index), emit)
         if stopped is not None:
             return await self._ask_after_stop(turn, request, ran_block, stopped, run_all, emit)
         return run_all or decision.run_all, False
@@ -463,6 +468,11 @@ class StepRunner:
             raise
         finally:
             timer.cancel()
+
+
+def _changes_of(turn: Turn, index: int) -> dict[str, Any] | None:
+    """What step ``index`` of ``turn`` changed, as its record says (None: not known)."""
+    return next((s.changes for s in reversed(turn.steps) if s.index == index), None)
 
 
 def _did_not_parse(result: ExecResult) -> bool:

@@ -151,6 +151,16 @@ def _checkpoint(e: E.CheckpointKept) -> Record:
                           **{k: e.info[k] for k in CHECKPOINT_FIELDS if k in e.info}}
 
 
+def _preview(e: E.Previewed) -> Record:
+    return "preview", {"turn": e.turn, "step": e.step, "language": e.language,
+                       "code": e.result.code, **e.result.record()}
+
+
+def _preview_compared(e: E.PreviewCompared) -> Record:
+    return "preview_compared", {"turn": e.turn, "step": e.step, "sha256": e.sha256,
+                                "same_code": e.same_code, "differed": e.differed}
+
+
 def _rollback(e: E.RolledBack) -> Record:
     return "rollback", {"turn": e.turn, **e.report}
 
@@ -212,6 +222,8 @@ RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.ToolNotice: _tool_notice,
     E.GuardStopped: _guard_stop,
     E.CheckpointKept: _checkpoint,
+    E.Previewed: _preview,
+    E.PreviewCompared: _preview_compared,
     E.RolledBack: _rollback,
     E.ConversationReset: _reset,
     E.ConversationUndone: _undo,
