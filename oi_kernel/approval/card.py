@@ -28,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from oi_kernel.approval.card_preview import CardPreview
 from oi_kernel.core import four_eyes, identity
 from oi_kernel.core.types import ApprovalRequest, Decision
 from oi_kernel.safety.visible import has_hidden, hidden_findings, needs_marking, visible
@@ -164,6 +165,9 @@ class ApprovalCard:
         ]
         if not request.run_all_allowed:  # an administrator's policy asks about every block
             buttons = [b for b in buttons if "oi-run-all" not in b._dom_classes]
+        self.preview = CardPreview(self, loop)
+        if self.preview.button is not None:
+            buttons.insert(2, self.preview.button)
         self.buttons = buttons
         shown = [w.HTML(marked)] if marked else []
         # four-eyes: whom the card waits for; an author's refused Run is said here too
@@ -173,6 +177,7 @@ class ApprovalCard:
             w.HTML(header_html(request)),
             *shown,
             self.code,
+            self.preview.area,
             w.HBox([*buttons, self.reason]),
             self.note,
         ])
@@ -430,7 +435,7 @@ class WidgetApprover:
         card = ApprovalCard(request, asyncio.get_running_loop())
         card.show(self.publish)
         try:
-            decision = await card.decision
+            decision = await card.preview.decision()
         except asyncio.CancelledError:
             card.finish(self.publish, Decision("stop", reason="interrupted", by="interrupt"))
             raise
