@@ -71,6 +71,7 @@ def test_preview_then_run_each_kind_of_step(llm_server, tmp_path):
         chunks = list(it.chat("do the five things"))
         log_path = it.log_path
     deleted, csv, var, net, err = approve.previews
+    assert {p.copy for p in approve.previews} == {"overlay"}
     for before, during in approve.trees:  # the preview left the real files as they were
         assert before == during
     assert [f["change"] for f in deleted.changes["files"]] == ["deleted"]
@@ -152,3 +153,43 @@ def test_an_edit_is_previewed_again_and_the_run_says_it_was(llm_server, tmp_path
     assert [r["code"] for r in records if r["event"] == "preview"] == ["x = 1", "x = 2"]
     [decision] = [r for r in records if r["event"] == "decision"]
     assert (decision["action"], decision["code"]) == ("edited", "x = 2")
+
+
+def test_flagged_steps_are_previewed_before_they_are_asked_about(llm_server, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "data.csv").write_text("a\n1\n")
+    llm_server.enqueue(S.tool_call("import os\nos.remove('data.csv')"), S.tool_call("y = 2"),
+                       S.text("ok"))
+    first_seen = []
+
+    def approve(request: ApprovalRequest):
+        first_seen.append((request.block.code, request.previewed))
+        return False
+
+    with make(llm_server, tmp_path, approve=approve) as it:
+        it.engine.preview = "flagged"
+        list(it.chat("remove the data"))
+    (risky, shown), (plain, nothing) = first_seen
+    assert "os.remove" in risky and "data.csv (deleted)" in shown.text()
+    assert plain == "y = 2" and nothing is None  # no risk flag: not previewed first
+    assert (ws / "data.csv").read_text() == "a\n1\n"
+
+
+def test_the_sandboxed_child_previews_too(llm_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OI_SANDBOX", "1")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "keep.txt").write_text("keep")
+    llm_server.enqueue(S.tool_call("open('keep.txt', 'w').write('gone')\nprint('sandboxed')"),
+                       S.text("ok"))
+    approve = PreviewFirst(ws)
+    with make(llm_server, tmp_path, approve=approve) as it:
+        list(it.chat("overwrite"))
+        assert it.engine.executor.sandboxed
+    [result] = approve.previews
+    assert result.status == "ok", result.text()
+    assert result.copy == "scratch copy"  # the sandbox forbids new user namespaces
+    assert "keep.txt (modified, 4 bytes → 4 bytes)" in result.text()
+    assert approve.trees[0][0] == approve.trees[0][1]
+    assert (ws / "keep.txt").read_text() == "gone"  # then Run, in the sandbox

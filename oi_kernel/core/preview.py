@@ -39,13 +39,15 @@ class PreviewResult:
     why: str = ""
     duration_s: float = 0.0
     timeout_s: float = 0.0
+    copy: str = ""  # how the copy was made: "overlay" (namespaces) or "scratch copy"
 
     @classmethod
     def of(cls, code: str, answer: dict[str, Any]) -> PreviewResult:
         return cls(code, str(answer.get("status", "unavailable")),
                    list(answer.get("outputs") or []), dict(answer.get("changes") or {}),
                    [str(n) for n in answer.get("network") or []], str(answer.get("why", "")),
-                   float(answer.get("duration_s") or 0.0), float(answer.get("timeout_s") or 0))
+                   float(answer.get("duration_s") or 0.0), float(answer.get("timeout_s") or 0),
+                   str(answer.get("copy", "")))
 
     @property
     def sha256(self) -> str:
@@ -104,6 +106,7 @@ class PreviewResult:
         """The session log's ``preview`` record fields."""
         return {"sha256": self.sha256, "status": self.status, "outputs": self.outputs,
                 "changes": self.changes, "network": self.network, "why": self.why,
+                "copy": self.copy,
                 "duration_s": round(self.duration_s, 4)}
 
 

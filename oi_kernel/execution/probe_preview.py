@@ -15,11 +15,13 @@ did outlives it. The parent waits up to ``timeout_s``; a fork that overstays is 
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import time
 
 from oi_kernel.execution.probe import (
+    Settings,
     _namespace,
     _shell,
     _State,
@@ -30,6 +32,7 @@ from oi_kernel.execution.probe import (
 )
 from oi_kernel.execution.probe_checkpoints import _CALLS, _die_with_parent
 from oi_kernel.execution.probe_isolate import isolate, isolation_libc
+from oi_kernel.execution.probe_scratch import enter_scratch, scratch_path
 from oi_kernel.execution.probe_watch import _Watch
 
 PREVIEW_SCAN_S = 10.0  # the fork's scans: a preview waits for a complete list
@@ -38,6 +41,7 @@ MAX_ANSWER = 20_000_000
 
 class _Net:
     tried = []
+    refuse_names = False  # a scratch copy has the real network: names are not looked up
 
 
 def _net_audit(event, args):
@@ -55,6 +59,8 @@ def _net_audit(event, args):
         host = args[0].decode(errors="replace") if isinstance(args[0], bytes) else args[0]
         if host not in ("localhost", "127.0.0.1", "::1"):
             _Net.tried.append(f"{host}:{args[1] if len(args) > 1 else ''}")
+            if _Net.refuse_names:
+                raise PermissionError(1, "the network is blocked in a preview")
 
 
 def _error_output(exc):
@@ -155,12 +161,25 @@ def _files_now(root):
     return {rel: st[:2] for rel, st in found.items()}, complete  # (an overlay's inodes move)
 
 
-def _in_copy(code, language, root, write_fd):
-    """The fork's whole life: isolate, run, compare, answer."""
+def _enter_copy(root, scratch):
+    """Make this fork the disposable copy: namespaces and overlays, else a scratch copy
+    under Landlock. Returns (the copy's working directory, how it was made, why not)."""
     why = isolate(root)
+    if not why:
+        os.chdir(root)  # (the overlay now lies over the old working directory)
+        return root, "overlay", ""
+    fallback = enter_scratch(root, scratch, frozenset(Settings.skip_dirs))
+    if not fallback:
+        _Net.refuse_names = True
+        return scratch, "scratch copy", ""
+    return "", "", f"{why}; and no scratch copy either: {fallback}"
+
+
+def _in_copy(code, language, root, scratch):
+    """The fork's whole life: isolate, run, compare, answer."""
+    root, copy, why = _enter_copy(root, scratch)
     if why:
         return {"status": "unavailable", "why": why}
-    os.chdir(root)  # (the overlay now lies over the old working directory)
     sys.addaudithook(_net_audit)
     before_vars = fingerprints(_namespace())
     before_files, complete_before = _files_now(root)
@@ -176,10 +195,10 @@ def _in_copy(code, language, root, write_fd):
                "scan_complete": complete_before and complete_after}
     network = list(dict.fromkeys(_Net.tried))
     return {"status": status, "outputs": outputs, "changes": changes, "network": network,
-            "run_s": round(ran_s, 4)}
+            "run_s": round(ran_s, 4), "copy": copy}
 
 
-def _fork_main(code, language, root, read_fd, write_fd, parent):
+def _fork_main(code, language, root, scratch, read_fd, write_fd, parent):
     os.close(read_fd)
     os.setpgid(0, 0)  # its own group: the kernel's interrupts are not its, and it dies whole
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -190,7 +209,7 @@ def _fork_main(code, language, root, read_fd, write_fd, parent):
     if os.getppid() != parent:
         os._exit(0)
     try:
-        answer = _in_copy(code, language, root, write_fd)
+        answer = _in_copy(code, language, root, scratch)
     except BaseException as exc:
         answer = {"status": "unavailable", "why": f"the copy failed: {type(exc).__name__}: {exc}"}
     data = json.dumps(answer, default=repr).encode()
@@ -238,7 +257,7 @@ def preview(code, language="python", timeout_s=30.0):
         return {"status": "unavailable", "why": "a preview needs Linux (fork and namespaces)"}
     isolation_libc()
     _die_with_parent(prepare=True)
-    root = os.getcwd()
+    root, scratch = os.getcwd(), scratch_path()
     read_fd, write_fd = os.pipe()
     started = time.perf_counter()
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -250,13 +269,15 @@ def preview(code, language="python", timeout_s=30.0):
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if pid == 0:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        _fork_main(code, language, root, read_fd, write_fd, os.getppid())
+        _fork_main(code, language, root, scratch, read_fd, write_fd, os.getppid())
     os.close(write_fd)
     try:
         data = _read_answer(read_fd, pid, timeout_s)
     finally:
         os.close(read_fd)
         _end_fork(pid)
+        for left in (scratch, scratch + "-tmp"):
+            shutil.rmtree(left, ignore_errors=True)
     took = round(time.perf_counter() - started, 4)
     if data is None:
         return {"status": "timeout", "timeout_s": timeout_s, "duration_s": took, "outputs": [],
