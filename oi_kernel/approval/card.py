@@ -245,6 +245,8 @@ class ApprovalCard:
         """A decision from the shared card (any view, any collaborator): the reply to send
         back (``ok``, else ``error``: a four-eyes refusal, or who decided first)."""
         request = self.request
+        if action == "preview":
+            return self.preview.ask(request.block.code if code is None else code)
         if action not in ("run", "run_all", "skip", "stop"):
             return {"ok": False, "error": f"Unknown card action {action!r}."}
         if action in ("run", "run_all"):
@@ -278,7 +280,16 @@ class ApprovalCard:
             "code": request.block.code,
             "run_all": bool(request.run_all_allowed),
             "four_eyes_html": _four_eyes_html(request),
+            **self.preview.state(),
         }
+
+    def updated(self) -> None:
+        """Tell every view what this pending card shows now (a preview arrived)."""
+        for listener in list(_LISTENERS):
+            try:
+                listener({"card": self.display_id, **self.state()})
+            except Exception:  # a frontend that went away must not break the turn
+                pass
 
     # ------------------------------------------------------------------ display
     def show(self, publish: Publish) -> None:

@@ -49,13 +49,28 @@ class CardPreview:
                 self.button.tooltip = f"Preview is not available: {preview.why_not}"
 
     def _click(self, _: Any) -> None:
-        code = self.card.code.value
+        self.ask(self.card.code.value)
+
+    def ask(self, code: str) -> dict[str, Any]:
+        """Preview ``code`` (a click here, or a shared card view's ``preview`` action)."""
+        preview = self.card.request.preview
+        if preview is None or not preview.available:
+            why = preview.why_not if preview is not None else "previews are off"
+            return {"ok": False, "error": f"Preview is not available: {why}."}
 
         def settle() -> None:
             if not self.asked.done():
                 self.asked.set_result(code)
 
         self.loop.call_soon_threadsafe(settle)
+        return {"ok": True, "error": ""}
+
+    def state(self) -> dict[str, Any]:
+        """The preview part of the card's ``state`` (a shared card view draws it)."""
+        preview = self.card.request.preview
+        offered = "" if preview is None else "available" if preview.available else "unavailable"
+        return {"preview": offered, "preview_html": self.area.value,
+                "preview_why": preview.why_not if preview is not None else ""}
 
     async def decision(self) -> Decision:
         """The card's decision; previews asked for meanwhile are run and shown."""
@@ -73,9 +88,11 @@ class CardPreview:
                            "</i></div>")
         if self.button is not None:
             self.button.disabled = True
+        self.card.updated()
         try:
             result = await self.card.request.preview.run(code)
             self.area.value = result.html()
         finally:
             if self.button is not None:
                 self.button.disabled = False
+            self.card.updated()
