@@ -27,7 +27,6 @@ from oi_kernel.core.types import ApprovalRequest, CodeBlock, Reply, StepRecord, 
 if TYPE_CHECKING:
     from oi_kernel.core.claims import Check
     from oi_kernel.core.guard import GuardStop
-    from oi_kernel.core.preview import PreviewResult
     from oi_kernel.core.tools import ToolSpec
     from oi_kernel.safety.risk import Flag
 
@@ -242,7 +241,7 @@ class Previewed:
     turn: int
     step: int
     language: str
-    result: PreviewResult
+    result: Any  # core.preview.PreviewResult
 
 
 @dataclass(frozen=True)

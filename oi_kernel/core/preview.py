@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oi_kernel.core import changes as change_text
+from oi_kernel.core.events import PreviewCompared, Previewed
 from oi_kernel.core.types import code_hash
 
 MODES = ("off", "on-request", "flagged")
@@ -169,8 +170,6 @@ class StepPreview:
 
     async def run(self, code: str) -> PreviewResult:
         """Preview ``code`` (the proposal or an edit); never raises for the copy's failures."""
-        from oi_kernel.core.events import Previewed
-
         if not self.available:
             return PreviewResult(code, "unavailable", why=self.why_not)
         started = time.monotonic()
@@ -222,12 +221,9 @@ async def before_card(host: Any, request: Any, asks: bool) -> None:
         await preview.run(request.block.code)
 
 
-def compare(request: Any, code: str, changed: dict[str, Any] | None,
-            emit: Callable[[Any], None]) -> None:
-    """After a previewed step ran for real: say whether it ran the previewed code and which
-    changes differed (the ``preview_compared`` record)."""
-    from oi_kernel.core.events import PreviewCompared
-
+def compare(request: Any, code: str, turn: Any, emit: Callable[[Any], None]) -> None:
+    """After a previewed step of ``turn`` ran ``code`` for real: say whether it ran the
+    previewed code and which changes differed (the ``preview_compared`` record)."""
     preview = request.preview
     if preview is None or not preview.results:
         return
@@ -235,5 +231,6 @@ def compare(request: Any, code: str, changed: dict[str, Any] | None,
     shown = same or preview.latest()
     if shown is None or shown.status in ("unavailable", "timeout"):
         return
+    changed = next((s.changes for s in reversed(turn.steps) if s.index == request.step), None)
     emit(PreviewCompared(request.turn, request.step, code_hash(code), same is not None,
                          differences(shown.changes, changed)))

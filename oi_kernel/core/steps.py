@@ -82,8 +82,7 @@ class StepHost(Protocol):
     known_safe_denied: list[str]  # the administrator's
     step_timeout: float
     guard: str
-    preview: str  # core.preview's mode
-    preview_timeout: float
+    preview: str  # core.preview's mode (and ``preview_timeout``)
     guard_time_limit: float
     guard_memory_limit: str
     max_output_chars: int
@@ -252,7 +251,7 @@ class StepRunner:
         guarded = guard.guarded(self.host.guard, self.host.approval, request, decision)
         stopped = await self._execute(turn, StepRecord(index, block, decision), ran_block,
                                       format_flags(flags), emit, spec, guarded=guarded)
-        preview.compare(request, decision.code, _changes_of(turn, index), emit)
+        preview.compare(request, decision.code, turn, emit)
         if stopped is not None:
             return await self._ask_after_stop(turn, request, ran_block, stopped, run_all, emit)
         return run_all or decision.run_all, False
@@ -468,11 +467,6 @@ class StepRunner:
             raise
         finally:
             timer.cancel()
-
-
-def _changes_of(turn: Turn, index: int) -> dict[str, Any] | None:
-    """What step ``index`` of ``turn`` changed, as its record says (None: not known)."""
-    return next((s.changes for s in reversed(turn.steps) if s.index == index), None)
 
 
 def _did_not_parse(result: ExecResult) -> bool:
