@@ -7,8 +7,8 @@ run, in a real child kernel (``ChildRunner``); and the memory a preview leaves b
 2. The same with a 1 GB namespace (eight 128 MB numpy arrays: the fork copies page tables;
    goal: at most 400 ms added).
 3. The same in a workspace of 10,000 files (the copy scans them before and after).
-4. Memory: the child's RSS and its processes before and after the previews (goal: nothing
-   held once a preview ends; the fork exits).
+4. Memory: the child's RSS and its processes after one preview (the probe loaded) and after
+   all of them (goal: nothing held once a preview ends; the fork exits).
 
     python benchmarks/preview.py [--quick] [--json]
 """
@@ -78,6 +78,7 @@ async def case(name: str, files: int, setup: str, runs: int) -> dict:
             assert (await runner.run_code(setup or "pass")).status == "ok"
             pid = json.loads((await runner.run_code(
                 "import os; print(os.getpid())")).outputs[0]["text"])
+            await runner.probe("preview", "x = 1", "python", 30.0)  # the probe is loaded
             before = memory_of(pid)
             result = await timed(runner, runs)
             await asyncio.sleep(0.2)

@@ -17,6 +17,7 @@ _KEPT_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC,
 _VIRTUAL = ("/proc", "/sys", "/dev")
 SCRATCH = "/dev/shm"  # where the copy's private tmpfs (the overlays' upper layers) goes
 _libc = []
+UPPERS = []  # (overlaid folder, its upper layer) in the fork, once ``isolate`` made them
 
 
 def isolation_libc():
@@ -85,6 +86,17 @@ def _overlays(root):
     return [t for t in kept if os.path.isdir(t) and t != "/"]
 
 
+def _overlay(top, upper, work):
+    """Overlay ``top``; its xattrs in the user namespace's ``user.`` space (``userxattr``:
+    without it, removing a folder the copy did not make fails with EIO), where the kernel
+    knows the option."""
+    options = f"lowerdir={top},upperdir={upper},workdir={work}"
+    try:
+        _mount("oi-preview", top, "overlay", 0, options + ",userxattr")
+    except OSError:
+        _mount("oi-preview", top, "overlay", 0, options)
+
+
 def isolate(root):
     """Isolate this (forked) process; "" when done, else why it cannot be."""
     libc = isolation_libc()
@@ -107,8 +119,8 @@ def isolate(root):
             upper, work = f"{SCRATCH}/u{i}", f"{SCRATCH}/w{i}"
             os.mkdir(upper)
             os.mkdir(work)
-            _mount("oi-preview", top, "overlay", 0,
-                   f"lowerdir={top},upperdir={upper},workdir={work}")
+            _overlay(top, upper, work)
+            UPPERS.append((top, upper))
     except OSError as exc:
         return (f"the copy-on-write copy of the workspace could not be made ({exc}); "
                 "overlayfs in a user namespace needs Linux 5.11 or later")

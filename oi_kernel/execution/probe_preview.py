@@ -29,9 +29,11 @@ from oi_kernel.execution.probe import (
     diff_files,
     diff_variables,
     fingerprints,
+    scan,
 )
 from oi_kernel.execution.probe_checkpoints import _CALLS, _die_with_parent
 from oi_kernel.execution.probe_isolate import isolate, isolation_libc
+from oi_kernel.execution.probe_overlay import overlay_changes
 from oi_kernel.execution.probe_scratch import enter_scratch, scratch_path
 from oi_kernel.execution.probe_watch import _Watch
 
@@ -175,30 +177,49 @@ def _enter_copy(root, scratch):
     return "", "", f"{why}; and no scratch copy either: {fallback}"
 
 
-def _in_copy(code, language, root, scratch):
+def _file_changes(root, copy, before, run):
+    """Run ``run()``; the files it changed: from the overlay's upper layer when the listing
+    before (``before``: the kernel's own, kept current by inotify) is complete, else from
+    complete listings before and after in the copy."""
+    if copy == "overlay" and before is not None:
+        run()
+        found = overlay_changes(os.path.realpath(root), before)
+        if found is not None:
+            after = dict(before)
+            for rel in found[1]:
+                after.pop(rel, None)
+            after.update(found[0])
+            return diff_files(before, after), True
+    files_before, complete_before = _files_now(root)
+    run()
+    files_after, complete_after = _files_now(root)
+    return diff_files(files_before, files_after), complete_before and complete_after
+
+
+def _in_copy(code, language, root, scratch, before):
     """The fork's whole life: isolate, run, compare, answer."""
     root, copy, why = _enter_copy(root, scratch)
     if why:
         return {"status": "unavailable", "why": why}
     sys.addaudithook(_net_audit)
     before_vars = fingerprints(_namespace())
-    before_files, complete_before = _files_now(root)
-    started = time.perf_counter()
-    if language == "python":
-        status, outputs = _run_python(code)
-    else:
-        status, outputs = _run_shell(code)
-    ran_s = time.perf_counter() - started
-    after_files, complete_after = _files_now(root)
+    ran = {}
+
+    def run():
+        started = time.perf_counter()
+        ran["status"], ran["outputs"] = (_run_python(code) if language == "python"
+                                         else _run_shell(code))
+        ran["s"] = time.perf_counter() - started
+
+    files, complete = _file_changes(root, copy, before, run)
     changes = {"variables": diff_variables(before_vars, fingerprints(_namespace())),
-               "files": diff_files(before_files, after_files),
-               "scan_complete": complete_before and complete_after}
-    network = list(dict.fromkeys(_Net.tried))
-    return {"status": status, "outputs": outputs, "changes": changes, "network": network,
-            "run_s": round(ran_s, 4), "copy": copy}
+               "files": files, "scan_complete": complete}
+    return {"status": ran["status"], "outputs": ran["outputs"], "changes": changes,
+            "network": list(dict.fromkeys(_Net.tried)), "run_s": round(ran["s"], 4),
+            "copy": copy}
 
 
-def _fork_main(code, language, root, scratch, read_fd, write_fd, parent):
+def _fork_main(code, language, root, scratch, before, read_fd, write_fd, parent):
     os.close(read_fd)
     os.setpgid(0, 0)  # its own group: the kernel's interrupts are not its, and it dies whole
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -209,7 +230,7 @@ def _fork_main(code, language, root, scratch, read_fd, write_fd, parent):
     if os.getppid() != parent:
         os._exit(0)
     try:
-        answer = _in_copy(code, language, root, scratch)
+        answer = _in_copy(code, language, root, scratch, before)
     except BaseException as exc:
         answer = {"status": "unavailable", "why": f"the copy failed: {type(exc).__name__}: {exc}"}
     data = json.dumps(answer, default=repr).encode()
@@ -217,6 +238,18 @@ def _fork_main(code, language, root, scratch, read_fd, write_fd, parent):
     while view:
         view = view[os.write(write_fd, view[:65536]):]
     os._exit(0)
+
+
+def _listed_before(root):
+    """The workspace's files now, as the kernel lists them (inotify keeps it current; a full
+    listing when that one was cut short), or None when no complete listing could be made."""
+    try:
+        files, complete = scan(root)
+        if not complete:  # (cut by the session's budget: a preview waits for a full list)
+            files, complete = _walk(root, budget_s=PREVIEW_SCAN_S)
+    except OSError:
+        return None
+    return {rel: st[:2] for rel, st in files.items()} if complete else None
 
 
 def _read_answer(read_fd, pid, timeout_s):
@@ -258,6 +291,7 @@ def preview(code, language="python", timeout_s=30.0):
     isolation_libc()
     _die_with_parent(prepare=True)
     root, scratch = os.getcwd(), scratch_path()
+    before = _listed_before(root)
     read_fd, write_fd = os.pipe()
     started = time.perf_counter()
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -269,7 +303,7 @@ def preview(code, language="python", timeout_s=30.0):
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if pid == 0:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        _fork_main(code, language, root, scratch, read_fd, write_fd, os.getppid())
+        _fork_main(code, language, root, scratch, before, read_fd, write_fd, os.getppid())
     os.close(write_fd)
     try:
         data = _read_answer(read_fd, pid, timeout_s)

@@ -376,6 +376,33 @@ class GuardStopRecord(InTurnRecord):
     limit_text: str = ""
 
 
+@_kind("preview")
+@dataclass(frozen=True, kw_only=True)
+class PreviewRecord(AtStepRecord):
+    """A step previewed in a disposable copy (``core.preview``)."""
+
+    language: str = ""
+    code: str = ""
+    sha256: str = ""
+    status: str = ""
+    outputs: tuple[Any, ...] = ()
+    changes: dict | None = None
+    network: tuple[Any, ...] = ()
+    why: str = ""
+    copy: str = ""
+    duration_s: float | None = None
+
+
+@_kind("preview_compared")
+@dataclass(frozen=True, kw_only=True)
+class PreviewComparedRecord(AtStepRecord):
+    """A previewed step ran: the same code or not, and the changes that differed."""
+
+    sha256: str = ""
+    same_code: bool = False
+    differed: tuple[Any, ...] = ()
+
+
 @_kind("tool_notice")
 @dataclass(frozen=True, kw_only=True)
 class ToolNoticeRecord(Record):
