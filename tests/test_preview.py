@@ -193,3 +193,29 @@ def test_the_sandboxed_child_previews_too(llm_server, tmp_path, monkeypatch):
     assert "keep.txt (modified, 4 bytes → 4 bytes)" in result.text()
     assert approve.trees[0][0] == approve.trees[0][1]
     assert (ws / "keep.txt").read_text() == "gone"  # then Run, in the sandbox
+
+
+def test_a_shell_step_and_a_folder_removal_preview_in_the_same_overlay(llm_server, tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "results" / "2024").mkdir(parents=True)
+    (ws / "results" / "2024" / "q1.csv").write_text("q,1\n")
+    (ws / "results" / "notes.txt").write_text("n")
+    llm_server.enqueue(
+        S.tool_call("rm -rf results && mkdir results && echo fresh > results/new.txt "
+                    "&& echo done", language="shell"),
+        S.tool_call("import shutil\nshutil.rmtree('results')"),
+        S.text("ok"))
+    approve = PreviewFirst(ws)
+    with make(llm_server, tmp_path, approve=approve) as it:
+        list(it.chat("start the results over"))
+    shell, python = approve.previews
+    for before, during in approve.trees:
+        assert before == during
+    assert shell.status == "ok" and "done" in shell.text(), shell.text()
+    assert sorted((f["path"], f["change"]) for f in shell.changes["files"]) == [
+        ("results/2024/q1.csv", "deleted"), ("results/new.txt", "created"),
+        ("results/notes.txt", "deleted")]
+    # then Run did the shell step for real, and the preview of the next one saw its result
+    assert sorted((f["path"], f["change"]) for f in python.changes["files"]) == [
+        ("results/new.txt", "deleted")]
+    assert not (ws / "results").exists()
