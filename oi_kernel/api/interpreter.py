@@ -380,14 +380,14 @@ class Interpreter:
 
         self._emit = emit
         try:
-            _ = self.session.log  # opened now: a log that cannot be opened fails the turn
+            self.session.open_log()  # opened now: a log that cannot be opened fails the turn
             self.child.start_soon().add_done_callback(_retrieve)  # boots while the LLM answers
             return await self.engine.run_turn(message, emit)
         finally:
             self._emit = None
 
     async def _run_direct(self, kind: str, source: str) -> ExecResult:
-        _ = self.session.log
+        self.session.open_log()
         result = await self.runner.run_code(source, timeout=self.timeout)
         self.session.publish(E.DirectRun(kind, source, result.status, result.outputs))
         return result

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oi_kernel.core import changes as change_text
-from oi_kernel.core.events import PreviewCompared, Previewed
+from oi_kernel.core.preview_events import PreviewCompared, Previewed
 from oi_kernel.core.types import code_hash
 
 MODES = ("off", "on-request", "flagged")

@@ -332,7 +332,7 @@ class OIKernel(DirectCells, Kernel):
         """Where a turn's events go in the current cell, with the cell's context and who sent
         it (looked up here, not for every cell: without a user name in the environment it
         is a password-database lookup, ~35 µs)."""
-        _ = self.oi.log
+        self.oi.open_log()
         widgets = self._use_widgets()
         if widgets:
             self._ensure_widget_targets()

@@ -461,7 +461,7 @@ def _tokens(ctx: CommandContext, arg: str) -> None:
 def _log(ctx: CommandContext, arg: str) -> None:
     if arg and not (arg.isdigit() and 0 < int(arg) <= 1000):
         raise ctx.usage("log [N]  (N: how many of the last events to show, 1 to 1000)")
-    log = ctx.session.log
+    log = ctx.session.open_log()
     ctx.say(log_markdown(log.path, int(arg or 10)) if log is not None
             else "This session keeps no log.")
 
@@ -473,7 +473,7 @@ def _export(ctx: CommandContext, arg: str) -> None:
 
     paths, flags = split_args(ctx, arg, {"--include-failed", "--force"},
                               "export [PATH] [--include-failed] [--force]")
-    log = ctx.session.log
+    log = ctx.session.open_log()
     if log is None:
         raise OIError("This session keeps no log, so there is nothing to export.")
     out = export_notebook(log.path, ctx.path((paths or ["oi-session-export.ipynb"])[0]),

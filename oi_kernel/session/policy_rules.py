@@ -222,7 +222,7 @@ def _log_rule(session: Any, policy: Policy, notices: list[str]) -> None:
 
     def log_opens() -> None:
         try:
-            session.log  # noqa: B018 (opens it)
+            session.open_log()
         except Exception as exc:
             raise PolicyError(
                 f"{policy.where('log_dir')} keeps every session's log in {policy.log_dir}, and "
