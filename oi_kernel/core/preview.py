@@ -1,6 +1,6 @@
 """Preview: what a step would do, seen before it runs, from a disposable copy.
 
-The executor's probe (``execution.probe_preview``) runs the block in a fork of the process
+The executor's probe (``execution.probe.preview``) runs the block in a fork of the process
 that runs the code, in private user, mount and network namespaces whose workspace is a
 copy-on-write overlay; this module is the engine's side of it. Each approval request carries
 a ``StepPreview``: whether a preview is possible here (and why not), ``run(code)`` for the
@@ -221,9 +221,27 @@ async def before_card(host: Any, request: Any, asks: bool) -> None:
         await preview.run(request.block.code)
 
 
-def compare(request: Any, code: str, turn: Any, emit: Callable[[Any], None]) -> None:
-    """After a previewed step of ``turn`` ran ``code`` for real: say whether it ran the
-    previewed code and which changes differed (the ``preview_compared`` record)."""
+def comparing(request: Any, emit: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``emit``, which after a previewed step's real run (its ``StepDone``) also says
+    whether it ran the previewed code and which changes differed (``PreviewCompared``);
+    ``emit`` itself when the step has no previews. The turn's context is kept."""
+    if request.preview is None:
+        return emit
+    from oi_kernel.core.events import StepDone
+    from oi_kernel.core.turn_context import context_of, with_context
+
+    def out(event: Any) -> None:
+        emit(event)
+        if isinstance(event, StepDone) and event.record.index == request.step and event.block:
+            compare(request, event.block.code, event.record.changes, emit)
+
+    return with_context(out, context_of(emit))
+
+
+def compare(request: Any, code: str, changed: dict[str, Any] | None,
+            emit: Callable[[Any], None]) -> None:
+    """After a previewed step ran ``code`` for real: whether it ran the previewed code and
+    which changes differed (the ``preview_compared`` record)."""
     preview = request.preview
     if preview is None or not preview.results:
         return
@@ -231,6 +249,5 @@ def compare(request: Any, code: str, turn: Any, emit: Callable[[Any], None]) -> 
     shown = same or preview.latest()
     if shown is None or shown.status in ("unavailable", "timeout"):
         return
-    changed = next((s.changes for s in reversed(turn.steps) if s.index == request.step), None)
     emit(PreviewCompared(request.turn, request.step, code_hash(code), same is not None,
                          differences(shown.changes, changed)))

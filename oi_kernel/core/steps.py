@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from oi_kernel.core import changes, four_eyes, guard, identity, preview, prompts
+from oi_kernel.core import approval_modes, changes, four_eyes, guard, identity, preview, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
@@ -193,7 +193,7 @@ class StepRunner:
             language = normalize_language(block.language)
             flags = review_or_flag(language or block.language, block.code)
             verdict = self.known_safe(language or block.language, block.code)
-            if "risky" in (self.host.approval, self.host.approval_floor):
+            if approval_modes.asks_unsafe(self.host.approval, self.host.approval_floor):
                 named = verdict.flag()
                 flags += [named] if named else []
             sandboxed = self.executor.sandboxed
@@ -207,8 +207,7 @@ class StepRunner:
                                   tool=spec.label if spec else "",
                                   author=context.author or identity.person(),
                                   allow_stdin=context.allow_stdin)
-        self.four_eyes_for(request)
-        request.preview = preview.for_request(self.host, request, language or "", emit)
+        emit = self._prepared(request, language or "", emit)
         emit(StepReviewed(turn.index, index, block, flags, followed, spec))
         if spec is None and (language is None or language not in self.host.offered_languages()):
             feedback = (f"Language '{block.language}' is not available here. Use one of: "
@@ -222,7 +221,6 @@ class StepRunner:
         else:  # approved once already: asked again only for what the review names
             asks = self.needs_approval(request, True) or any(f.category in reask
                                                              for f in flags)
-        await preview.before_card(self.host, request, asks)
         emit(CodeProposed(request, asks))
         if followed and not asks and not turn.untrusted_noticed:
             why = ("`%approval risky` asks about such steps" if self.host.auto_run
@@ -251,7 +249,6 @@ class StepRunner:
         guarded = guard.guarded(self.host.guard, self.host.approval, request, decision)
         stopped = await self._execute(turn, StepRecord(index, block, decision), ran_block,
                                       format_flags(flags), emit, spec, guarded=guarded)
-        preview.compare(request, decision.code, turn, emit)
         if stopped is not None:
             return await self._ask_after_stop(turn, request, ran_block, stopped, run_all, emit)
         return run_all or decision.run_all, False
@@ -318,10 +315,18 @@ class StepRunner:
                 request.four_eyes, request.four_eyes_source = mode, source
                 return
 
+    def _prepared(self, request: ApprovalRequest, language: str, emit: EventSink) -> EventSink:
+        """Four-eyes and the step's previews (``core.preview``) for ``request``; the sink
+        for the step's events (it adds the comparison of a previewed step's real run)."""
+        self.four_eyes_for(request)
+        request.preview = preview.for_request(self.host, request, language, emit)
+        return preview.comparing(request, emit)
+
     async def _decide(self, request: ApprovalRequest, run_all: bool,
                       asks: bool | None = None) -> Decision:
         if not (self.needs_approval(request, run_all) if asks is None else asks):
             return Decision("run", request.block.code, by="auto")
+        await preview.before_card(self.host, request, True)  # ``flagged``: shown on the card
         decision = await self.host.approver.decide(request)
         if (request.four_eyes and decision.action == "run"
                 and identity.same_person(decision.by, request.author)):
@@ -491,7 +496,8 @@ def _with_changes(feedback: str, changed: dict[str, Any] | None) -> str:
 
 def _asks(approval: str, request: ApprovalRequest | None) -> bool:
     """Whether ``approval`` asks about ``request`` (None: about a step without flags)."""
-    if approval == "always" or approval in four_eyes.MODES:
+    asks = approval_modes.BY_NAME[approval].asks if approval in approval_modes.BY_NAME else ""
+    if asks == "every":
         return True
-    return approval == "risky" and request is not None and any(
+    return asks == "unsafe" and request is not None and any(
         getattr(f, "category", None) not in RISKY_ADVICE for f in request.flags)

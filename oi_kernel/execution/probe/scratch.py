@@ -1,7 +1,7 @@
 """The disposable copy where no namespaces can be made (the sandboxed child forbids new user
 namespaces; some machines do too): a scratch copy of the workspace, and a Landlock domain in
 the fork that lets it write only there (and to /dev/null) and connect to nothing over TCP.
-Part of the probe (see ``probe.py``): standard library only.
+Part of the probe (see the package's docstring): standard library only.
 """
 
 import ctypes

@@ -1,8 +1,8 @@
 """Preview: run a block in a disposable copy of the process and report what it would do.
-The last part of the probe (see ``probe.py``); joined to the others where the probe runs.
+The last part of the probe (see the package's docstring).
 
 ``preview(code, language, timeout_s)`` forks the process (copy-on-write, as a checkpoint
-does). The fork enters new user, mount and network namespaces (``probe_isolate.py``): the
+does). The fork enters new user, mount and network namespaces (``isolate``): the
 workspace and ``/tmp`` become copy-on-write overlays whose changes live in a private tmpfs,
 the rest of the file system is read-only, and only a loopback that is down exists, so a
 connection fails at once (each attempt seen by Python's audit hook is recorded; Unix sockets,
@@ -20,7 +20,7 @@ import signal
 import sys
 import time
 
-from oi_kernel.execution.probe import (
+from .changes import (
     Settings,
     _namespace,
     _shell,
@@ -31,11 +31,11 @@ from oi_kernel.execution.probe import (
     fingerprints,
     scan,
 )
-from oi_kernel.execution.probe_checkpoints import _CALLS, _die_with_parent
-from oi_kernel.execution.probe_isolate import isolate, isolation_libc
-from oi_kernel.execution.probe_overlay import overlay_changes
-from oi_kernel.execution.probe_scratch import enter_scratch, scratch_path
-from oi_kernel.execution.probe_watch import _Watch
+from .checkpoints import _CALLS, _die_with_parent
+from .isolate import isolate, isolation_libc
+from .overlay import overlay_changes
+from .scratch import enter_scratch, scratch_path
+from .watch import _Watch
 
 PREVIEW_SCAN_S = 10.0  # the fork's scans: a preview waits for a complete list
 MAX_ANSWER = 20_000_000

@@ -1,8 +1,8 @@
-"""The disposable copy's isolation, for ``probe_preview``: new user, mount and network
+"""The disposable copy's isolation, for ``preview``: new user, mount and network
 namespaces; every mount read-only; the workspace and ``/tmp`` as copy-on-write overlays whose
 upper layers live in a private tmpfs. Called in the fork only (single-threaded, as
 ``unshare(CLONE_NEWUSER)`` requires); its changes die with it. Part of the probe (see
-``probe.py``): standard library only.
+the package's docstring): standard library only.
 """
 
 import os

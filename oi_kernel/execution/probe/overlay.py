@@ -1,14 +1,14 @@
 """What a step changed in the preview's overlay, read from the overlay's upper layer: the
 files it wrote are there (copied up), the ones it removed are whiteouts (character devices
 0/0), a folder it removed and made again is opaque. So the list costs the changes, not the
-workspace's files. Part of the probe (see ``probe.py``): standard library only.
+workspace's files. Part of the probe (see the package's docstring): standard library only.
 """
 
 import os
 import stat
 
-from oi_kernel.execution.probe import ignored
-from oi_kernel.execution.probe_isolate import UPPERS
+from .changes import ignored
+from .isolate import UPPERS
 
 _OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
 
