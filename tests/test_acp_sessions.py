@@ -310,7 +310,7 @@ def test_edit_before_running_through_a_form_where_the_client_shows_forms(llm_ser
     assert first.stop_reason == second.stop_reason == "end_turn"
     (_call, options), *_ = client.permissions
     assert [o.option_id for o in options] == [
-        "allow_once", "edit", "allow_always", "reject_once", "reject_always"]
+        "allow_once", "preview", "edit", "allow_always", "reject_once", "reject_always"]
     assert len(client.permissions) == 3  # asked again after the declined form
     message, mode = client.forms[0]
     assert "Edit step 1" in message
