@@ -332,6 +332,49 @@ class Interpreter:
             self._busy = False
         return "\n\n".join(said)
 
+    @property
+    def states(self) -> list[Any]:
+        """The named states, oldest first (``State``: ``name``, ``parent``, ``instruction``,
+        ``info`` with the sizes); ``current_state`` is the one the session is on."""
+        from oi_kernel.session.states import states_of
+
+        return list(states_of(self.session).states.values())
+
+    @property
+    def current_state(self) -> str | None:
+        from oi_kernel.session.states import states_of
+
+        return states_of(self.session).current
+
+    def save_state(self, name: str) -> str:
+        """Keep the variables and the workspace files as state ``name`` (``%state save``)."""
+        return self._command(f"state save {name}")
+
+    def restore_state(self, name: str) -> str:
+        """Go back to state ``name``: variables and files; newer states stay. A state whose
+        kernel was lost is rebuilt from its recorded steps (asking ``approve`` for flagged
+        ones). Returns what changed, in words (Markdown)."""
+        return self._command(f"state restore {name}")
+
+    def drop_state(self, name: str) -> str:
+        return self._command(f"state drop {name}")
+
+    def _command(self, line: str) -> str:
+        """Run a line command as the kernel's ``%`` commands; what it said."""
+        from oi_kernel.session.commands import CommandContext, run_command
+        from oi_kernel.session.states import states_of
+
+        self._check_idle()
+        states_of(self.session)  # (registers the state commands)
+        said: list[str] = []
+        ctx = CommandContext(self.session, said.append, lambda: lambda event: None)
+        self._busy = True
+        try:
+            self._res.loop.call(run_command(ctx, line))
+        finally:
+            self._busy = False
+        return "\n\n".join(said)
+
     def reset(self) -> None:
         """Forget the conversation; Python variables are kept (see ``restart``)."""
         self._check_idle()

@@ -330,11 +330,25 @@ class Rebuilt:
     done: int = 0  # the plan's steps handled (ran or skipped) so far: a next rebuild goes on
 
 
+@dataclass(frozen=True)
+class StateChanged:
+    """A named state (``%state``) was saved, restored or dropped: its name, what the probe
+    said (sizes, how the namespace is kept, what came back), where in the log it stands
+    (``mark``: the sequence number of the last record it includes) and the recorded steps
+    that rebuild its variables in a new kernel (``session.states``)."""
+
+    action: str  # "save", "restore", "drop"
+    name: str
+    info: dict[str, Any] = field(default_factory=dict)
+    mark: int = 0
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
 Event = (
     TextDelta | ReasoningDelta | ReplyDone | CodeProposed | Decided | StepDone | Notice | TurnDone
     | UntrustedNotice | TurnStarted | LLMRequested | LLMFailed | ToolsUnsupported | SampleDrawn
     | DraftSetAside | DraftsSampled | StepReviewed | CheckpointKept | RolledBack | ConversationReset
     | ConversationUndone | ConversationSaved | ConversationLoaded | ProfileApplied
-    | ToolsOffered | ChildRestarted | DirectRun | AnswerChecked | Rebuilt
+    | ToolsOffered | ChildRestarted | DirectRun | AnswerChecked | Rebuilt | StateChanged
 )
 EventSink = Callable[[Event], None]

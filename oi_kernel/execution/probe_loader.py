@@ -1,5 +1,6 @@
 """Loads the probe (``probe.py``, ``probe_guard.py``, ``probe_guard_cell.py``,
-``probe_watch.py``, ``probe_copy.py``, ``probe_checkpoints.py``) as one private module.
+``probe_watch.py``, ``probe_copy.py``, ``probe_checkpoints.py``, ``probe_states.py``) as one
+private module.
 
 The same source runs in the child kernel (sent by ``ChildRunner`` as a silent execution) and
 in the user's own process for ``%%oi`` (``local_probe``): in both it becomes
@@ -20,7 +21,7 @@ from pathlib import Path
 _HERE = Path(__file__).parent
 # each imports only from those before it
 PARTS = ("probe", "probe_guard", "probe_guard_cell", "probe_watch", "probe_copy",
-         "probe_checkpoints")
+         "probe_checkpoints", "probe_states")
 # one import from a part, on one line or in parentheses
 _PART_IMPORT = re.compile(
     rf"^from oi_kernel\.execution\.(?:{'|'.join(PARTS)}) import (?:\([^)]*\)|[^\n]*)\n",

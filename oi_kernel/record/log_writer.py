@@ -196,6 +196,11 @@ def _rebuild(e: E.Rebuilt) -> Record:
                        "done": e.done}
 
 
+def _state(e: E.StateChanged) -> Record:
+    return "state", {"action": e.action, "name": e.name, "info": e.info, "mark": e.mark,
+                     "steps": e.steps}
+
+
 # By exact type: a ToolNotice is logged, a plain Notice is not.
 RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.TurnStarted: _turn_start,
@@ -223,6 +228,7 @@ RECORDS: dict[type, Callable[[Any], Record | None]] = {
     E.DirectRun: _direct,
     E.AnswerChecked: _answer_check,
     E.Rebuilt: _rebuild,
+    E.StateChanged: _state,
 }
 
 
