@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oi_kernel.core.events import StateChanged
-from oi_kernel.core.types import CodeBlock
 from oi_kernel.errors import OIError
 from oi_kernel.session.commands import CommandContext, command
 from oi_kernel.session.rebuild import REASK, Step, plan, step_dicts, steps_of
