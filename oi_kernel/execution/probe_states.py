@@ -16,15 +16,25 @@ Where the probe runs, ``probe_loader`` joins this file's source to the parts bef
 module and leaves out the imports from them below.
 """
 
+import functools
 import hashlib
 import json
+import mmap
 import os
 import pickle
 import shutil
 import signal
+import struct
+import threading
 import time
 
-from oi_kernel.execution.probe import FRONTEND_SAVED, _namespace, public_names, scan
+from oi_kernel.execution.probe import (
+    FRONTEND_SAVED,
+    _namespace,
+    _shell,
+    public_names,
+    scan,
+)
 from oi_kernel.execution.probe_checkpoints import (
     _CALLS,
     _die_with_parent,
@@ -66,27 +76,97 @@ def _read_index(store, sid):
         return None
 
 
-def _save_files(store, root, max_bytes):
-    """Copy the workspace's files into the pool; their index, or (None, total size)."""
+def _workspace(root, store):
+    """The files a state keeps: not the notebooks the frontend saves, nor the store."""
     files, complete = scan(root)
-    files = {rel: st for rel, st in files.items() if not rel.endswith(FRONTEND_SAVED)}
+    mine = os.path.relpath(os.path.dirname(store), root) + os.sep
+    return {rel: st for rel, st in files.items()
+            if not rel.endswith(FRONTEND_SAVED) and not rel.startswith(mine)}, complete
+
+
+def _save_files(store, root, max_bytes):
+    """List the workspace's files and copy those the pool lacks, in a thread
+    (``_Copies``); their index, or (None, total size)."""
+    files, complete = _workspace(root, store)
     total = sum(st[0] for st in files.values())
     if total > max_bytes:
-        return None, total, len(files)
+        return None, [], total, len(files)
     pool = os.path.join(store, "pool")
-    os.makedirs(pool, exist_ok=True)
-    index, copied = {}, 0
+    have = _pool(pool)
+    index, jobs = {}, []
     for rel, st in files.items():
         name = _pool_name(rel, st)
-        target = os.path.join(pool, name)
-        if not os.path.exists(target):
-            try:
-                shutil.copy2(os.path.join(root, rel), target, follow_symlinks=False)
-            except OSError:
-                continue  # gone meanwhile: not part of the state
-            copied += 1
         index[rel] = [st[0], st[1], name]
-    return {"files": index, "complete": complete, "copied": copied}, total, len(files)
+        if name not in have:
+            have.add(name)  # (made below or in the thread; a failed copy is absent)
+            jobs.append(functools.partial(_copy, os.path.join(root, rel),
+                                          os.path.join(pool, name), st[1]))
+    return {"files": index, "complete": complete, "copied": len(jobs)}, jobs, total, len(files)
+
+
+_POOLS = {}  # pool folder -> the names in it (listed once, then kept up to date here)
+
+
+def _pool(folder):
+    names = _POOLS.get(folder)
+    if names is None:
+        os.makedirs(folder, exist_ok=True)
+        names = _POOLS[folder] = {n for n in os.listdir(folder) if not n.endswith(".part")}
+    return names
+
+
+def _copy(source, target, mtime_ns):
+    """A file's content with its modification time (what names it in the pool); written
+    under a temporary name first, so a pool entry is whole or absent."""
+    partial = target + ".part"
+    try:
+        shutil.copyfile(source, partial, follow_symlinks=False)
+        os.utime(partial, ns=(mtime_ns, mtime_ns))
+        os.replace(partial, target)
+    except OSError:
+        _pool(os.path.dirname(target)).discard(os.path.basename(target))
+        try:
+            os.remove(partial)
+        except OSError:
+            pass
+
+
+class _Copies:
+    """The pool copies still to make, in a thread: saving returns at once; the next cell
+    (IPython's ``pre_run_cell``), restore and the next save wait for them to be done."""
+
+    thread = None
+    hooked = False
+
+    @classmethod
+    def start(cls, jobs):
+        cls.wait()
+        shell = _shell()
+        if not jobs:
+            return
+        if shell is None:  # (no cell to wait for them: copied now)
+            cls.run(jobs)
+            return
+        if not cls.hooked:
+            shell.events.register("pre_run_cell", cls.before_cell)
+            cls.hooked = True
+        cls.thread = threading.Thread(target=cls.run, args=(jobs,), daemon=True)
+        cls.thread.start()
+
+    @staticmethod
+    def run(jobs):
+        for job in jobs:
+            job()
+
+    @classmethod
+    def wait(cls):
+        thread, cls.thread = cls.thread, None
+        if thread is not None:
+            thread.join()
+
+    @classmethod
+    def before_cell(cls, *_info):
+        cls.wait()
 
 
 def _fork_holder():
@@ -127,8 +207,69 @@ def _serve(cmd_r, done_w):
         command = os.read(cmd_r, 4096).decode()
         if not command.startswith("dump "):
             return
-        _dump(command[5:])
+        if not _dump_buffers(command[5:]):
+            _dump(command[5:])
         os.write(done_w, b"ok")
+
+
+_MAGIC = b"OISTATE5"
+_ALIGN = 64
+
+
+def _dump_buffers(path):
+    """In the fork: the namespace pickled with its large buffers (numpy arrays, a
+    DataFrame's columns) out of band, each written raw and aligned, so the kernel maps them
+    instead of copying them (``_load_buffers``). False: something could not be pickled
+    (``_dump`` then finds which)."""
+    ns = public_names(_namespace())
+    good = {n: v for n, v in ns.items() if not isinstance(v, _BY_REFERENCE)}
+    failed = {n: "restored by reference" for n in ns if n not in good}
+    buffers = []
+    try:
+        head = pickle.dumps((good, failed), protocol=5, buffer_callback=buffers.append)
+        raws = [b.raw() for b in buffers]
+    except Exception:
+        return False
+    with open(path, "wb") as fh:
+        sizes = [len(head)] + [r.nbytes for r in raws]
+        fh.write(_MAGIC + struct.pack(f"<Q{len(sizes)}Q", len(sizes), *sizes))
+        fh.write(head)
+        for raw in raws:
+            fh.write(b"\0" * (-fh.tell() % _ALIGN))
+            fh.write(raw)
+    return True
+
+
+def _load_buffers(path):
+    """(values, failed) from ``path`` as ``_dump_buffers`` or ``_dump`` wrote it; the
+    buffers are a private mapping of the file (pages copied only when written)."""
+    with open(path, "rb") as fh:
+        if fh.read(len(_MAGIC)) != _MAGIC:
+            fh.seek(0)
+            return pickle.load(fh)
+        (count,) = struct.unpack("<Q", fh.read(8))
+        sizes = struct.unpack(f"<{count}Q", fh.read(8 * count))
+        head = fh.read(sizes[0])
+        start = fh.tell()
+        if count == 1:
+            return pickle.loads(head)
+        view = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY))
+    views = []
+    for size in sizes[1:]:
+        start += -start % _ALIGN
+        views.append(view[start:start + size])
+        start += size
+    return pickle.loads(head, buffers=views)
+
+
+def _write_state(folder, index, copy):
+    """A state's record on disk: its files' index, and its namespace when plain data."""
+    os.makedirs(folder, exist_ok=True)
+    if copy is not None:
+        with open(os.path.join(folder, "namespace.pickle"), "wb") as fh:
+            fh.write(copy)
+    with open(os.path.join(folder, "index.json"), "w") as fh:
+        fh.write(json.dumps(index))
 
 
 def state_save(sid, store, max_bytes):
@@ -137,21 +278,17 @@ def state_save(sid, store, max_bytes):
     started = time.perf_counter()
     store = os.path.abspath(store)
     root = os.getcwd()
-    files, total, count = _save_files(store, root, max_bytes)
+    files, jobs, total, count = _save_files(store, root, max_bytes)
     if files is None:
         return {"too_big": total, "files": count}
     values = public_names(_namespace())
     refs = {n: _keep(v) for n, v in values.items()}
     copy = _copy_plain(values, refs)
-    folder = _state_dir(store, sid)
-    os.makedirs(folder, exist_ok=True)
-    if copy is not None:
-        with open(os.path.join(folder, "namespace.pickle"), "wb") as fh:
-            fh.write(copy)
     fork = None if copy is not None else _fork_holder()
     _Held.states[sid] = _Kept(refs, copy, fork)
-    with open(os.path.join(folder, "index.json"), "w") as fh:
-        json.dump({"root": root, **files, "plain": copy is not None}, fh)
+    index = {"root": root, **files, "plain": copy is not None}
+    jobs.append(functools.partial(_write_state, _state_dir(store, sid), index, copy))
+    _Copies.start(jobs)  # (restore, drop and the next cell wait for them)
     return {"id": sid, "variables": len(values), "files": count, "bytes": total,
             "copied": files["copied"], "plain": copy is not None, "fork": fork is not None,
             "complete": files["complete"], "cost_s": round(time.perf_counter() - started, 4)}
@@ -160,8 +297,7 @@ def state_save(sid, store, max_bytes):
 def _restore_files(index, root):
     """Put the files back as the state has them; the report."""
     pool = os.path.join(os.path.dirname(index["_dir"]), "pool")
-    now, complete = scan(root)
-    now = {rel: st for rel, st in now.items() if not rel.endswith(FRONTEND_SAVED)}
+    now, complete = _workspace(root, os.path.dirname(index["_dir"]))
     report = {"restored": [], "removed": [], "not_restored": []}
     wanted = index["files"]
     for rel, (size, mtime, name) in sorted(wanted.items()):
@@ -171,7 +307,8 @@ def _restore_files(index, root):
         path = os.path.join(root, rel)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            shutil.copy2(os.path.join(pool, name), path)
+            shutil.copyfile(os.path.join(pool, name), path)
+            os.utime(path, ns=(mtime, mtime))
             report["restored"].append(rel)
         except OSError as exc:
             report["not_restored"].append(f"{rel} ({exc.strerror or exc})")
@@ -202,8 +339,7 @@ def _load_namespace(sid, folder):
         if not answered:
             return {}, {n: "the state's copy did not answer" for n in kept.refs}, kept.refs
         try:
-            with open(path, "rb") as fh:
-                values, failed = pickle.load(fh)
+            values, failed = _load_buffers(path)
         finally:
             os.remove(path)
         return values, failed, kept.refs
@@ -240,6 +376,7 @@ def state_restore(sid, store, files_only=False):
     """Go back to state ``sid``: files, then the namespace (``files_only``: not).
     ``namespace_lost``: only a fork of a process that is gone held the namespace (every
     public name was removed, so the recorded steps can build it again from nothing)."""
+    _Copies.wait()
     store = os.path.abspath(store)
     index = _read_index(store, sid)
     if index is None:
@@ -262,6 +399,7 @@ def state_restore(sid, store, files_only=False):
 
 def state_drop(sid, store):
     """Forget state ``sid``: its fork, its index, and pool copies no other state names."""
+    _Copies.wait()
     store = os.path.abspath(store)
     kept = _Held.states.pop(sid, None)
     if kept is not None and kept.fork is not None:
@@ -279,12 +417,13 @@ def state_drop(sid, store):
             index = _read_index(store, int(name[1:])) or {}
             used |= {entry[2] for entry in index.get("files", {}).values()}
     pool = os.path.join(store, "pool")
-    for name in os.listdir(pool) if os.path.isdir(pool) else ():
-        if name not in used:
-            try:
-                os.remove(os.path.join(pool, name))
-            except OSError:
-                pass
+    have = _pool(pool)
+    for name in list(have - used):
+        have.discard(name)
+        try:
+            os.remove(os.path.join(pool, name))
+        except OSError:
+            pass
     return {"ok": True}
 
 
