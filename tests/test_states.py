@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +165,22 @@ def test_the_tree_in_words():
     assert "after instruction 2" in text and "(fork)" in text and "1.5 KB" in text
     assert size_text(999) == "999 bytes" and size_text(2_500_000) == "2.5 MB"
     assert "No named states yet" in tree_markdown([], None, "%")
+
+
+def test_the_probe_parts_define_each_name_once():
+    """The probe's parts run joined as one module (``probe_loader``): a name defined in two
+    parts would silently replace the first (a state's file restore once replaced the
+    checkpoints' own)."""
+    import ast
+
+    from oi_kernel.execution import probe_loader
+
+    seen: dict[str, str] = {}
+    here = Path(probe_loader.__file__).parent
+    for part in probe_loader.PARTS:
+        tree = ast.parse((here / f"{part}.py").read_text())
+        for node in tree.body:
+            names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else [
+                t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            for name in names:
+                assert seen.setdefault(name, part) == part, f"{name}: {seen[name]} and {part}"

@@ -99,7 +99,7 @@ def _save_files(store, root, max_bytes):
         index[rel] = [st[0], st[1], name]
         if name not in have:
             have.add(name)  # (made below or in the thread; a failed copy is absent)
-            jobs.append(functools.partial(_copy, os.path.join(root, rel),
+            jobs.append(functools.partial(_pool_copy, os.path.join(root, rel),
                                           os.path.join(pool, name), st[1]))
     return {"files": index, "complete": complete, "copied": len(jobs)}, jobs, total, len(files)
 
@@ -115,7 +115,7 @@ def _pool(folder):
     return names
 
 
-def _copy(source, target, mtime_ns):
+def _pool_copy(source, target, mtime_ns):
     """A file's content with its modification time (what names it in the pool); written
     under a temporary name first, so a pool entry is whole or absent."""
     partial = target + ".part"
@@ -294,7 +294,7 @@ def state_save(sid, store, max_bytes):
             "complete": files["complete"], "cost_s": round(time.perf_counter() - started, 4)}
 
 
-def _restore_files(index, root):
+def _put_files_back(index, root):
     """Put the files back as the state has them; the report."""
     pool = os.path.join(os.path.dirname(index["_dir"]), "pool")
     now, complete = _workspace(root, os.path.dirname(index["_dir"]))
@@ -382,7 +382,7 @@ def state_restore(sid, store, files_only=False):
     if index is None:
         return {"missing": True}
     folder = index["_dir"] = _state_dir(store, sid)
-    files = _restore_files(index, index["root"])
+    files = _put_files_back(index, index["root"])
     if files_only:
         return files
     ns = _namespace()

@@ -31,13 +31,7 @@ from oi_kernel.execution.runner import Execution
 from oi_kernel.kernel import cells
 from oi_kernel.kernel.child_proxy import COMM_TYPES, ChildProxy
 from oi_kernel.kernel.direct import DIRECT_KINDS, DirectCells
-from oi_kernel.session import (  # noqa: F401 (registering)
-    commands,
-    last_error,
-    rebuild,
-    states,
-    stdin,
-)
+from oi_kernel.session import commands, last_error, states, stdin  # noqa: F401 (registering)
 from oi_kernel.session.assembly import build_session, kernel_kind
 from oi_kernel.session.frontend_comm import FrontendComms
 from oi_kernel.session.status import status_fields
