@@ -28,6 +28,7 @@ import {
 import { ConnectionManager } from './manager';
 import { CARD_MIME, deciderName } from './protocol';
 import { DEFAULT_SETTINGS, ISettings, readSettings } from './settings';
+import { addStates } from './states';
 import {
   UNDO_COMMAND,
   UNDO_TOOLBAR_ITEM,
@@ -85,6 +86,7 @@ function activate(
   };
   addCommands(ctx);
   addUndo(app, manager, tracker, palette, toolbarRegistry);
+  addStates(app, manager, tracker, palette, toolbarRegistry);
 
   // Enablement of the export/verify commands follows the current notebook.
   manager.changed.connect(() => {
