@@ -184,3 +184,26 @@ def test_the_probe_parts_define_each_name_once():
                 t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
             for name in names:
                 assert seen.setdefault(name, part) == part, f"{name}: {seen[name]} and {part}"
+
+
+def test_acp_state_commands_go_through_the_agent(llm_server, tmp_path):
+    from tests.test_acp import Client, agent, prompt, run
+
+    llm_server.enqueue(S.tool_call("kept = [1, 2, 3]"), S.text("Kept."),
+                       S.tool_call("kept = []"), S.text("Emptied."),
+                       S.tool_call("print(len(kept))"), S.text("3."))
+    client = Client(["allow_once"] * 4)
+
+    async def go() -> None:
+        async with agent(llm_server, tmp_path, client) as (conn, _proc, sid):
+            await prompt(conn, sid, "keep three numbers")
+            await prompt(conn, sid, "/state save three")
+            await prompt(conn, sid, "empty the list")
+            await prompt(conn, sid, "/states")
+            await prompt(conn, sid, "/state restore three")
+            await prompt(conn, sid, "how many are kept?")
+
+    run(go())
+    said = client.message()
+    assert "Saved state `three`" in said and "`three` **← you are here**" in said
+    assert "Restored state `three`. Variables as the state has them: 1 put back" in said
