@@ -119,22 +119,22 @@ def test_bad_input_lists_the_known_states_and_a_state_too_large_is_refused(llm_s
         it.run_code("a = 1")
         it.engine.max_checkpoint_bytes = 1000
         with pytest.raises(OIError) as refused:
-            it.save_state("S1")
+            it.states.save("S1")
         said = str(refused.value)
         assert "5.0 KB" in said and "c.Engine.max_checkpoint_bytes" in said
-        assert it.states == []
+        assert list(it.states) == []
         it.engine.max_checkpoint_bytes = 100_000
-        assert "Saved state `S1`" in it.save_state("S1")
+        assert "Saved state `S1`" in it.states.save("S1")
         it.run_code("a = 2")
         with pytest.raises(OIError, match="There is no state named 'S9'. States kept: `S1`"):
-            it.restore_state("S9")
+            it.states.restore("S9")
         with pytest.raises(OIError, match="exists already"):
-            it.save_state("S1")
+            it.states.save("S1")
         with pytest.raises(OIError, match="letters, digits"):
-            it.save_state("a/b")
-        assert "Restored state `S1`" in it.restore_state("S1")
+            it.states.save("a/b")
+        assert "Restored state `S1`" in it.states.restore("S1")
         assert it.run_code("print(a)").text.strip() == "1"
-        assert it.current_state == "S1" and [s.name for s in it.states] == ["S1"]
+        assert it.states.current == "S1" and [s.name for s in it.states] == ["S1"]
 
 
 def test_state_commands_exist_in_every_front_door():
@@ -168,16 +168,16 @@ def test_the_tree_in_words():
 
 
 def test_the_probe_parts_define_each_name_once():
-    """The probe's parts run joined as one module (``probe_loader``): a name defined in two
-    parts would silently replace the first (a state's file restore once replaced the
-    checkpoints' own)."""
+    """The probe package gives its top module every part's names (``probe.install``): a
+    name defined in two parts would silently replace the first there (a state's file
+    restore once replaced the checkpoints' own)."""
     import ast
 
-    from oi_kernel.execution import probe_loader
+    from oi_kernel.execution import probe
 
     seen: dict[str, str] = {}
-    here = Path(probe_loader.__file__).parent
-    for part in probe_loader.PARTS:
+    here = Path(probe.__file__).parent
+    for part in probe.PARTS:
         tree = ast.parse((here / f"{part}.py").read_text())
         for node in tree.body:
             names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else [

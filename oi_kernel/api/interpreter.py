@@ -44,6 +44,7 @@ from oi_kernel.api.chunks import (  # the chunk types are part of this module's 
     to_chunks,
 )
 from oi_kernel.api.loop import SHUTDOWN_TIMEOUT_S, Job, LoopThread
+from oi_kernel.api.states import States
 from oi_kernel.approval.approvers import CallbackApprover, RefuseApprover
 from oi_kernel.core import events as E
 from oi_kernel.core.conversation import MessageList
@@ -170,6 +171,7 @@ class Interpreter:
         self._job: Job | None = None  # the latest turn
         self._res = _Resources(LoopThread(), self.session)
         self._finalizer = weakref.finalize(self, self._res.release)
+        self.states = States(self)  # named states: save, restore, drop (``api.states``)
         if tools:
             self.add_tools(*tools)
 
@@ -261,7 +263,7 @@ class Interpreter:
         source = as_ipython_cell(lang, code)
         self._busy = True
         try:
-            result = self._res.loop.call(self._run_direct(lang, source))
+            result = self._res.loop.call(_run_direct(self, lang, source))
         finally:
             self._busy = False
         return _output_chunk(0, result.status, result.outputs, result.message)
@@ -283,7 +285,7 @@ class Interpreter:
             except (OSError, TypeError) as exc:
                 raise OIError(f"The source of {function!r} is not available ({exc}): define "
                               "the tool in a file or a notebook cell.") from None
-            result = self._res.loop.call(self._run_direct("python", source))
+            result = self._res.loop.call(_run_direct(self, "python", source))
             if result.status != "ok":
                 raise OIError(f"Defining {function.__name__} in the kernel failed: "
                               f"{result.message or result.outputs}")
@@ -328,49 +330,6 @@ class Interpreter:
         self._busy = True
         try:
             self._res.loop.call(rebuild(ctx, dry_run))
-        finally:
-            self._busy = False
-        return "\n\n".join(said)
-
-    @property
-    def states(self) -> list[Any]:
-        """The named states, oldest first (``State``: ``name``, ``parent``, ``instruction``,
-        ``info`` with the sizes); ``current_state`` is the one the session is on."""
-        from oi_kernel.session.states import states_of
-
-        return list(states_of(self.session).states.values())
-
-    @property
-    def current_state(self) -> str | None:
-        from oi_kernel.session.states import states_of
-
-        return states_of(self.session).current
-
-    def save_state(self, name: str) -> str:
-        """Keep the variables and the workspace files as state ``name`` (``%state save``)."""
-        return self._command(f"state save {name}")
-
-    def restore_state(self, name: str) -> str:
-        """Go back to state ``name``: variables and files; newer states stay. A state whose
-        kernel was lost is rebuilt from its recorded steps (asking ``approve`` for flagged
-        ones). Returns what changed, in words (Markdown)."""
-        return self._command(f"state restore {name}")
-
-    def drop_state(self, name: str) -> str:
-        return self._command(f"state drop {name}")
-
-    def _command(self, line: str) -> str:
-        """Run a line command as the kernel's ``%`` commands; what it said."""
-        from oi_kernel.session.commands import CommandContext, run_command
-        from oi_kernel.session.states import states_of
-
-        self._check_idle()
-        states_of(self.session)  # (registers the state commands)
-        said: list[str] = []
-        ctx = CommandContext(self.session, said.append, lambda: lambda event: None)
-        self._busy = True
-        try:
-            self._res.loop.call(run_command(ctx, line))
         finally:
             self._busy = False
         return "\n\n".join(said)
@@ -423,17 +382,20 @@ class Interpreter:
 
         self._emit = emit
         try:
-            _ = self.session.log  # opened now: a log that cannot be opened fails the turn
+            self.session.open_log()  # opened now: a log that cannot be opened fails the turn
             self.child.start_soon().add_done_callback(_retrieve)  # boots while the LLM answers
             return await self.engine.run_turn(message, emit)
         finally:
             self._emit = None
 
-    async def _run_direct(self, kind: str, source: str) -> ExecResult:
-        _ = self.session.log
-        result = await self.runner.run_code(source, timeout=self.timeout)
-        self.session.publish(E.DirectRun(kind, source, result.status, result.outputs))
-        return result
+
+async def _run_direct(it: Interpreter, kind: str, source: str) -> ExecResult:
+    """``source`` run in the child kernel without the model or approval, logged as a
+    ``direct`` run (``run_code``, and the functions ``add_tools`` defines)."""
+    it.session.open_log()
+    result = await it.runner.run_code(source, timeout=it.timeout)
+    it.session.publish(E.DirectRun(kind, source, result.status, result.outputs))
+    return result
 
 
 async def _settle(job: Job) -> None:

@@ -2,7 +2,7 @@
 ``%states`` (every front door: kernel, ``%%oi``, API, ACP).
 
 A state is the namespace and the workspace files at one moment, kept until dropped; the
-probe does the keeping (``execution.probe_states``). States form a tree: each one's parent
+probe does the keeping (``execution.probe.states``). States form a tree: each one's parent
 is the state the session was on (the last saved or restored) when it was saved, so
 restoring an older state keeps the newer ones, and work after it starts a branch.
 
@@ -70,7 +70,7 @@ class States:
         return os.path.join(self.engine.rollback.store_dir(), "states")
 
     def _mark(self) -> int:
-        log = self.session.log if self.session.logging else None
+        log = self.session.log  # (None until the log is open: then nothing was recorded)
         return int(getattr(log, "_seq", 0) or 0)
 
     def get(self, name: str) -> State:
@@ -122,7 +122,7 @@ class States:
         """The steps that rebuild ``state``, read from the log after the save returned (it
         never waits for this), then its ``state`` record."""
         state.steps = []
-        log = self.session.log if self.session.logging else None
+        log = self.session.log  # (None until the log is open: then nothing was recorded)
         if log is not None:
             from oi_kernel.record.session_log import read_records
 

@@ -12,8 +12,7 @@ whole, so states form a tree: restoring one leaves the others as they are.
   disk, so it outlives the process; anything else is held by a fork that answers every
   restore (and dies with the process: the engine then re-runs the recorded steps).
 
-Where the probe runs, ``probe_loader`` joins this file's source to the parts before it as one
-module and leaves out the imports from them below.
+A part of the probe package (see ``__init__.py``), after ``checkpoints``.
 """
 
 import functools
@@ -28,22 +27,22 @@ import struct
 import threading
 import time
 
-from oi_kernel.execution.probe import (
+from .changes import (
     FRONTEND_SAVED,
     _namespace,
     _shell,
     public_names,
     scan,
 )
-from oi_kernel.execution.probe_checkpoints import (
+from .checkpoints import (
     _CALLS,
     _die_with_parent,
     _dump,
     _reap,
     _wait_readable,
 )
-from oi_kernel.execution.probe_copy import _BY_REFERENCE, _copy_plain, _deref, _keep
-from oi_kernel.execution.probe_watch import _Watch
+from .values import _BY_REFERENCE, _copy_plain, _deref, _keep
+from .watch import _Watch
 
 
 class _Held:
