@@ -149,7 +149,9 @@ class _Copies:
         if not cls.hooked:
             shell.events.register("pre_run_cell", cls.before_cell)
             cls.hooked = True
-        cls.thread = threading.Thread(target=cls.run, args=(jobs,), daemon=True)
+        # a moment later: the save's answer goes out first, not slowed by the copies
+        cls.thread = threading.Timer(0.05, cls.run, args=(jobs,))
+        cls.thread.daemon = True
         cls.thread.start()
 
     @staticmethod
