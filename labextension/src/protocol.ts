@@ -162,7 +162,12 @@ export type ReplyMessage =
 export interface IHello {
   type: 'hello';
   version: number;
+  /** What this extension can do beyond the basics (the kernel adapts to it). */
+  features: string[];
 }
+
+/** Features announced in `hello`: `cell_edits` shows edit_cell proposals as diffs. */
+export const FEATURES: readonly string[] = ['cell_edits'];
 
 export interface IGetStatus {
   type: 'get_status';
@@ -216,7 +221,7 @@ export type FrontendMessage =
   | IDecideRequest;
 
 export function helloMessage(): IHello {
-  return { type: 'hello', version: PROTOCOL_VERSION };
+  return { type: 'hello', version: PROTOCOL_VERSION, features: [...FEATURES] };
 }
 
 // ---------------------------------------------------------------------------

@@ -102,6 +102,7 @@ class Engine(EngineSettings):
         self.turns: list[Turn] = []  # derived from the turns' events (``publish``)
         self._fold = TurnBuilder(self.turns)
         self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
+        self.cell_edits: Any = None  # reviews edit_cell calls (session.cell_edits), if offered
         self.tool_settings = Tools(parent=self)
         # Set by an administrator's policy (session.policy_rules): the least approval that
         # applies even after "Run all", and who set each session cap (for its message).
@@ -195,8 +196,8 @@ class Engine(EngineSettings):
             small_model=policy.small,
             base=self.system_message,
         )
-        if not use_tools and self.toolbox:
-            system += prompts.markdown_tools(self.toolbox.prompt_list())
+        if not use_tools and (self.toolbox.providers or self.toolbox.functions):
+            system += prompts.markdown_tools(self.toolbox.prompt_list())  # (not for edit_cell alone)
         messages = [{"role": "system", "content": system}, *self.conversation.messages]
         fitted = fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
                               protect_from=self.conversation.protect_from())
@@ -439,6 +440,10 @@ class Engine(EngineSettings):
         """Decide and run each block; feed results back. Returns (run_all, stop)."""
         feedback: list[str] = []
         stop = False
+        answered = {b.tool_call_id for b in blocks}
+        if self.cell_edits is not None:  # edit_cell calls: reviewed as diffs, answered there
+            blocks = await self.cell_edits.review(turn, blocks, emit,
+                                                  lambda i, text: self._answer(i, text, feedback))
         for block in blocks:
             index = len(turn.steps) + 1
             if stop:
@@ -447,7 +452,6 @@ class Engine(EngineSettings):
             else:
                 run_all, stop = await self.steps.run_step(turn, index, block, run_all, emit)
             self._answer(block.tool_call_id, turn.steps[-1].feedback, feedback)
-        answered = {b.tool_call_id for b in blocks}
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
             if call.id not in answered:
                 own = [p for p in problems if p.startswith(f"Tool call {call.id} ")]

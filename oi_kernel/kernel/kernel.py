@@ -120,8 +120,8 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         self.oi.runner.forward = self.proxy.on_iopub
         self.oi.runner.hold_errors = True  # the view shows a step's error (compact first)
         self.child.on_input = self._on_child_input
-        self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path,
-                                      details=lambda: status_fields(self.oi), child=self.child)
+        self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path, child=self.child,
+                                      details=lambda: status_fields(self.oi), publish=self.publish)
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None

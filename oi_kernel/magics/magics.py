@@ -139,7 +139,7 @@ class OIMagics(Magics):
         from oi_kernel.session.status import status_fields
 
         comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic",
-                              details=lambda: status_fields(self.oi))
+                              details=lambda: status_fields(self.oi), publish=self._publish)
         comms.register_target(getattr(kernel, "comm_manager", None))
         return comms
 
