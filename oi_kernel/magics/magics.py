@@ -43,7 +43,7 @@ from oi_kernel.magics import notebook_context
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
 from oi_kernel.session import states as _states  # noqa: F401 (registers %oi state)
-from oi_kernel.session.assembly import build_session
+from oi_kernel.session.assembly import Wiring, build_session
 from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
@@ -116,9 +116,8 @@ class OIMagics(Magics):
             fallback=StdinApprover(self._ask),
         )
         executor = ShellExecutor(shell, self.guard)
-        self.oi = build_session("magic", approver=approver, executor=executor, parent=self)
-        self.oi.notify = lambda text: _say(text)
-        self.oi.display = self.display
+        self.oi = build_session("magic", Wiring(approver, notify=_say, display=self.display),
+                                executor=executor, parent=self)
         self.engine = self.oi.engine
         self.transformer = _cell_transformer(shell)
         self._running = False

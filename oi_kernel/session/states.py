@@ -180,7 +180,7 @@ class States:
             return ("Its variables were held by a Python kernel that is gone, and no "
                     "recorded step built them: the namespace is empty.")
         ctx.say(_plan_text(state, steps, p))
-        turn = await self.engine.steps.run_code_steps(
+        turn = await self.engine.run_code_steps(
             f"{p}state restore {state.name}", [s.block for s in steps], ctx.events(),
             reask=REASK, stop_on_failure=True, rebuild=f"state {state.name}")
         await self.engine.rollback.probe_state("state_restore", state.sid, self.store(),
