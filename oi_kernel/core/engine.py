@@ -101,6 +101,7 @@ class Engine(EngineSettings):
         # Set by an administrator's policy (session.policy_rules): the least approval that
         # applies even after "Run all", and who set each session cap (for its message).
         self.approval_floor = "never"
+        self.preview_floor = ""  # the administrator's: "flagged" (core.preview)
         self.cap_sources: dict[str, str] = {}
         # "ask": the policy makes every step that follows outside content ask (Run all too)
         self.untrusted_content = ""

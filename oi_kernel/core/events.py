@@ -518,6 +518,7 @@ Event = Recorded  # every event is one (see ``Recorded``)
 EventSink = Callable[[Event], None]
 
 # the events of the session around its turns (defined there, on ``Recorded``)
+from oi_kernel.core.preview_events import PreviewCompared, Previewed  # noqa: E402, F401
 from oi_kernel.core.session_events import (  # noqa: E402, F401
     CheckpointKept,
     ChildRestarted,

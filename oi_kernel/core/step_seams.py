@@ -22,6 +22,9 @@ class StepSettings(Protocol):
     known_safe_denied: list[str]  # the administrator's
     step_timeout: float
     guard: str
+    preview: str  # core.preview's mode, the administrator's floor, the copy's time limit
+    preview_floor: str
+    preview_timeout: float
     guard_time_limit: float
     guard_memory_limit: str
     max_output_chars: int

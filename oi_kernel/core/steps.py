@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
-from oi_kernel.core import approval_modes, changes, four_eyes, guard, identity, prompts
+from oi_kernel.core import approval_modes, changes, four_eyes, guard, identity, preview, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.events import (
     CodeProposed,
@@ -144,6 +144,7 @@ class StepRunner:
                     emit: EventSink, reask: frozenset[str] | None) -> tuple[bool, bool]:
         review = self._review(turn, index, block, emit)
         request, spec, language = review.request, review.spec, review.language
+        emit = self._previewed(request, language or "", emit)
         if spec is None and (language is None
                              or language not in offered_languages(self.settings.languages)):
             self._refuse(turn, index, block, request, emit)
@@ -302,10 +303,17 @@ class StepRunner:
                 request.four_eyes, request.four_eyes_source = mode, source
                 return
 
+    def _previewed(self, request: ApprovalRequest, language: str, emit: EventSink) -> EventSink:
+        """The step's previews (``core.preview``) for ``request``; the sink for the step's
+        events (it adds the comparison of a previewed step's real run)."""
+        request.preview = preview.for_request(self.settings, self.executor, request, language, emit)
+        return preview.comparing(request, emit)
+
     async def _decide(self, request: ApprovalRequest, run_all: bool,
                       asks: bool | None = None) -> Decision:
         if not (self.needs_approval(request, run_all) if asks is None else asks):
             return Decision("run", request.block.code, by="auto")
+        await preview.before_card(self.settings, request, True)  # ``flagged``: on the card
         decision = await self.approver.decide(request)
         if (request.four_eyes and decision.action == "run"
                 and identity.same_person(decision.by, request.author)):
