@@ -22,8 +22,9 @@ PROBE_DIR = REPO / "oi_kernel" / "execution" / "probe"
 
 
 def run(args: list[str], code: str, cwd: Path, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run([sys.executable, *args, "-c", code], cwd=cwd, env=env, text=True,
-                          capture_output=True, timeout=60)
+    # (on stdin: the probe's source is over the 128 KiB a single command-line argument may be)
+    done = subprocess.run([sys.executable, *args, "-"], input=code, cwd=cwd, env=env,
+                          text=True, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -29,6 +29,7 @@ import {
 import { ConnectionManager } from './manager';
 import { deciderName } from './protocol';
 import { DEFAULT_SETTINGS, ISettings, readSettings } from './settings';
+import { addStates } from './states';
 import {
   UNDO_COMMAND,
   UNDO_TOOLBAR_ITEM,
@@ -86,6 +87,7 @@ function activate(
   };
   addCommands(ctx);
   addUndo(app, manager, tracker, palette, toolbarRegistry);
+  addStates(app, manager, tracker, palette, toolbarRegistry);
 
   // Enablement of the export/verify commands follows the current notebook.
   manager.changed.connect(() => {

@@ -60,6 +60,7 @@ from oi_kernel.core.types import Turn
 from oi_kernel.errors import OIError
 from oi_kernel.session import commands as C
 from oi_kernel.session import rebuild as _rebuild  # noqa: F401 (registers /rebuild)
+from oi_kernel.session import states as _states  # noqa: F401 (registers /state, /states)
 from oi_kernel.session.assembly import Session, Wiring, build_session
 
 log = logging.getLogger(__name__)

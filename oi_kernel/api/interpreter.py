@@ -44,6 +44,7 @@ from oi_kernel.api.chunks import (  # the chunk types are part of this module's 
     to_chunks,
 )
 from oi_kernel.api.loop import SHUTDOWN_TIMEOUT_S, Job, LoopThread
+from oi_kernel.api.states import States
 from oi_kernel.approval.approvers import CallbackApprover, RefuseApprover
 from oi_kernel.core import events as E
 from oi_kernel.core.conversation import MessageList
@@ -169,6 +170,7 @@ class Interpreter:
         self._job: Job | None = None  # the latest turn
         self._res = _Resources(LoopThread(), self.session)
         self._finalizer = weakref.finalize(self, self._res.release)
+        self.states = States(self)  # named states: save, restore, drop (``api.states``)
         if tools:
             self.add_tools(*tools)
 

@@ -532,5 +532,6 @@ from oi_kernel.core.session_events import (  # noqa: E402, F401
     RolledBack,
     SessionEnded,
     SessionStarted,
+    StateChanged,
     ToolsOffered,
 )

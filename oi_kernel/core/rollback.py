@@ -111,7 +111,8 @@ class Rollback:
         probe = self._probe_fn()
         if probe is None:
             raise OIError(NO_PROBE)
-        if name in ("begin", "checkpoint", "restore"):  # a restarted child starts from defaults
+        if name in ("begin", "checkpoint", "restore") or name.startswith("state_"):
+            # (a restarted child starts from defaults)
             settings = self.settings
             kwargs["settings"] = {
                 "scan_budget_s": settings.scan_budget_ms / 1000,
@@ -330,6 +331,12 @@ class Rollback:
         n = len(conversation.turn_starts) - at
         removed = self.undo(n) if same and n > 0 else []
         return removed, await self.rollback_to(checkpoint)
+
+    async def probe_state(self, name: str, *args: Any) -> dict[str, Any]:
+        """A call of the probe's named states (``session.states``), with the settings; the
+        namespace may change under the change summary's "before", which is taken again."""
+        self._snapshot = None
+        return await self._probe(name, *args)
 
     def forget_saved_files(self) -> None:
         """Delete this session's saved file contents (the session ends; its checkpoints go

@@ -1,6 +1,6 @@
 """The events of a session around its instructions: its start and end, checkpoints and
 rollbacks, the conversation forgotten, saved or loaded, a profile applied, tools offered,
-a new child kernel, a cell run without the model, ``%rebuild``. Each names its record
+a new child kernel, a cell run without the model, ``%rebuild``, a named state. Each names its record
 (``core.recorded.Recorded``); ``core.events`` re-exports them with the turn's events.
 """
 
@@ -14,7 +14,7 @@ from oi_kernel.core.recorded import Recorded
 __all__ = [
     "SessionStarted", "SessionEnded", "CheckpointKept", "RolledBack", "ConversationReset",
     "ConversationUndone", "ConversationSaved", "ConversationLoaded", "ProfileApplied",
-    "ToolsOffered", "ChildRestarted", "DirectRun", "Rebuilt",
+    "ToolsOffered", "ChildRestarted", "DirectRun", "Rebuilt", "StateChanged",
 ]
 
 
@@ -212,3 +212,27 @@ class Rebuilt(Recorded):
     skipped: list[str] = field(default_factory=list)
     files: dict[str, Any] = field(default_factory=dict)
     done: int = 0  # the plan's steps handled (ran or skipped) so far: a next rebuild goes on
+
+
+@dataclass(frozen=True)
+class StateChanged(Recorded):
+    """A named state (``%state``) was saved, restored or dropped: its name, what the probe
+    said (sizes, how the namespace is kept, what came back), where in the log it stands
+    (``mark``: the sequence number of the last record it includes) and the recorded steps
+    that rebuild its variables in a new kernel (``session.states``)."""
+
+    record_kind: ClassVar[str] = "state"
+    doc: ClassVar[str] = ("`action` (`\"save\"`, `\"restore\"`, `\"drop\"`), `name`, "
+                          "`info` (the probe's answer: `variables`, `files`, `bytes`, "
+                          "`plain` (the namespace kept on disk), `fork`, `copied`, "
+                          "`cost_s`; for a restore the counts of what came back), `mark` "
+                          "(the `seq` of the last record the state includes), `steps` "
+                          "(`[{where, language, code, turn}]`: the recorded steps that "
+                          "rebuild its variables in a new kernel; a save's record is "
+                          "written once they are read from the log, just after the "
+                          "save): a named state; see [rollback.md](rollback.md)")
+    action: str  # "save", "restore", "drop"
+    name: str
+    info: dict[str, Any] = field(default_factory=dict)
+    mark: int = 0
+    steps: list[dict[str, Any]] = field(default_factory=list)

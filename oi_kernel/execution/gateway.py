@@ -150,7 +150,13 @@ class GatewayChildKernel(ChildKernel):
             return True
         if self._lost and await self._reconnect():
             return False
-        return await super().ensure_running()
+        gone = self.kernel_id if self._dead_reason and not self._lost else ""
+        started = await super().ensure_running()
+        if started and gone and gone != self.kernel_id:  # (deleted or culled there)
+            self.notify(f"The child kernel {gone} is gone from the gateway {self.gateway_url} "
+                        f"(deleted or culled there): a new one was started there "
+                        f"({self.kernel_id}).")
+        return started
 
     async def shutdown(self) -> None:
         """As ``ChildKernel.shutdown``, on the event loop the kernel was started on: the

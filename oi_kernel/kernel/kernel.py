@@ -32,7 +32,7 @@ from oi_kernel.kernel.comms import CommRouting
 from oi_kernel.kernel.direct import DIRECT_KINDS, DirectCells
 from oi_kernel.kernel.editing import EditingRequests
 from oi_kernel.kernel.lifecycle import Lifecycle
-from oi_kernel.session import commands, last_error, rebuild, stdin  # noqa: F401 (registering)
+from oi_kernel.session import commands, last_error, states, stdin  # noqa: F401 (registering)
 from oi_kernel.session.assembly import Wiring, build_session, kernel_kind
 from oi_kernel.session.frontend_comm import FrontendComms
 from oi_kernel.session.status import status_fields

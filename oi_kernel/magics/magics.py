@@ -42,6 +42,7 @@ from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics import notebook_context
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
+from oi_kernel.session import states as _states  # noqa: F401 (registers %oi state)
 from oi_kernel.session.assembly import Wiring, build_session
 from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 

@@ -348,6 +348,19 @@ class RebuildRecord(Record):
     done: int | None = None  # the plan's steps handled; below ``planned``: it stopped
 
 
+@_kind(E.StateChanged)
+@dataclass(frozen=True, kw_only=True)
+class StateRecord(Record):
+    """``%state save|restore|drop NAME``; ``steps``: the recorded steps that rebuild the
+    state's variables ({"where", "language", "code", "turn"})."""
+
+    action: str = ""
+    name: str = ""
+    info: dict | None = None
+    mark: int | None = None
+    steps: tuple[Any, ...] = ()
+
+
 @_kind(E.ConversationReset)
 @dataclass(frozen=True, kw_only=True)
 class ConversationResetRecord(Record):

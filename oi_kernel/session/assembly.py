@@ -124,6 +124,7 @@ class Session:
         self.mcp_error = ""  # why the MCP config could not be used ("" when it could)
         self._config_evaluated = False  # config_problems has read the environment defaults
         self.rebuilding = False  # ``%rebuild`` is replacing a lost child (session.rebuild)
+        self.states: Any = None  # the named states (session.states), made on first use
 
     @property
     def executor(self) -> Executor:

@@ -101,12 +101,41 @@ def plan(records: list[Record], prefix: str = "%", dead_now: bool = False) -> Pl
     assert isinstance(restart, ChildRestartRecord)
     lost = "it died" if "died" in restart.reason else f"it was restarted ({restart.reason})"
     result = Plan(lost, done=done or 0)
+    start, result.steps = _from_state(records, start, end)
     for action in parse_session(records[start:end]).timeline:
         if isinstance(action, RecordedTurn):
             _add_turn(result, action)
         elif isinstance(action, DirectRecord):
             _add_direct(result, action)
     return result
+
+
+def _from_state(records: list[Record], start: int, end: int) -> tuple[int, list[Step]]:
+    """Where a generation's steps begin: after the last named state restored in it (whose
+    record carries the steps that built it: ``session.states``), else at its start."""
+    from oi_kernel.record.records import StateRecord
+
+    for i in range(end - 1, start - 1, -1):
+        record = records[i]
+        if isinstance(record, StateRecord) and record.action == "restore":
+            return i + 1, steps_of(list(record.steps))
+    return start, []
+
+
+def step_dicts(steps: list[Step]) -> list[dict[str, Any]]:
+    """Steps as a ``state`` record keeps them."""
+    return [{"where": s.where, "language": s.block.language, "code": s.block.code,
+             "turn": s.turn} for s in steps]
+
+
+def steps_of(dicts: list[dict[str, Any]]) -> list[Step]:
+    """``step_dicts`` read back (their risk flags found again)."""
+    steps = []
+    for d in dicts:
+        block = CodeBlock(str(d.get("language") or "python"), str(d.get("code") or ""))
+        steps.append(Step(str(d.get("where") or "a recorded step"), block,
+                          review_or_flag(block.language, block.code), d.get("turn")))
+    return steps
 
 
 def _add_turn(result: Plan, turn: RecordedTurn) -> None:

@@ -12,6 +12,7 @@ from the parts before it with relative imports (``from .changes import Settings`
 - ``isolate``, ``overlay``, ``scratch`` and ``preview``: a step run in a disposable copy
   (a fork in private namespaces over copy-on-write overlays, or a scratch copy under
   Landlock) and what it would change (``core.preview``)
+- ``states``: named states (``%state``), which add their calls to ``call``'s table
 
 Where the code runs there may be no ``oi_kernel`` to import (a sandboxed child, a remote
 gateway kernel), so the parts travel as source: ``install`` makes each one a module
@@ -32,7 +33,7 @@ from pathlib import Path
 _HERE = Path(__file__).parent
 # in order: each imports only from those before it
 PARTS = ("changes", "guard", "guard_cell", "watch", "values", "checkpoints", "isolate",
-         "overlay", "scratch", "preview")
+         "overlay", "scratch", "preview", "states")
 MODULE = "_oi_probe"
 
 
