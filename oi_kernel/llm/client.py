@@ -39,7 +39,7 @@ from oi_kernel.errors import (
     LLMToolsUnsupportedError,
     NotConfiguredError,
 )
-from oi_kernel.llm import boundary, providers
+from oi_kernel.llm import boundary, providers, remote
 from oi_kernel.llm import local as local_model
 from oi_kernel.llm.stream import CallbackError, Stream
 
@@ -360,6 +360,10 @@ class LLM(Configurable):
         from oi_kernel.llm.failures import classify, tools_rejected
 
         self.check_configured()
+        hosted = await remote.stream(self, messages, tools, {
+            "text": on_text, "retry": on_retry, "reasoning": on_reasoning}, sampling)
+        if hosted is not None:  # answered by the warm host (llm/host_link.py)
+            return hosted
         litellm = await boundary.load_async()
         if self.is_embedded:
             local_model.register(litellm, parent=self)
