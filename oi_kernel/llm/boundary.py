@@ -55,7 +55,7 @@ def load() -> ModuleType:
     if _litellm is None and (link := host_link.link()) is not None and link.wait():
         from oi_kernel.llm.remote import RemoteLitellm
 
-        return RemoteLitellm(link)  # type: ignore[return-value]
+        return RemoteLitellm(link, load_local, count_local)  # type: ignore[return-value]
     return load_local()
 
 

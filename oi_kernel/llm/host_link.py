@@ -74,9 +74,7 @@ def host_key() -> str:
     """What a host must share with the kernel: interpreter, code, litellm, environment."""
     import importlib.util
 
-    import oi_kernel
-
-    package = os.path.dirname(oi_kernel.__file__)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     stamps = [_mtime(os.path.join(package, "llm", name))
               for name in sorted(os.listdir(os.path.join(package, "llm")))]
     spec = importlib.util.find_spec("litellm")

@@ -14,14 +14,13 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oi_kernel import errors
 from oi_kernel.core.types import Reply, ToolCall, Usage
 from oi_kernel.llm import host_link
 
-if TYPE_CHECKING:
-    from oi_kernel.llm.client import LLM
+LLM = Any  # oi_kernel.llm.client.LLM (which imports this module)
 
 log = logging.getLogger(__name__)
 STREAM_LIMIT = 1 << 26  # one event line may carry a long reply
@@ -33,8 +32,11 @@ class RemoteLitellm:
 
     CALLS = ("supports_function_calling", "supports_vision", "get_model_info")
 
-    def __init__(self, link: host_link.Link) -> None:
+    def __init__(self, link: host_link.Link, local: Callable[[], Any],
+                 count_local: Callable[[str], int]) -> None:
         self._link = link
+        self._local = local  # boundary.load_local
+        self._count_local = count_local
         self._provider_list: list[str] | None = None
 
     @property
@@ -53,23 +55,15 @@ class RemoteLitellm:
             raise Exception(str(exc)) from None  # what litellm raised, as callers expect
         except host_link.HostGone:
             log.info("warm host gone: %s answered by litellm in the kernel", name)
-            return _local_answer(name, *args)
+            if name == "count_tokens":
+                return self._count_local(*args)
+            value = getattr(self._local(), name)
+            return value(*args) if callable(value) else value
 
     def __getattr__(self, name: str) -> Any:
         if name in self.CALLS:
             return lambda *args: self._ask(name, *args)
-        from oi_kernel.llm import boundary
-
-        return getattr(boundary.load_local(), name)
-
-
-def _local_answer(name: str, *args: Any) -> Any:
-    from oi_kernel.llm import boundary
-
-    if name == "count_tokens":
-        return boundary.count_local(*args)
-    value = getattr(boundary.load_local(), name)
-    return value(*args) if callable(value) else value
+        return getattr(self._local(), name)
 
 
 def config_of(llm: LLM) -> dict[str, Any]:
@@ -77,11 +71,16 @@ def config_of(llm: LLM) -> dict[str, Any]:
     return {name: getattr(llm, name) for name in sorted(llm.trait_names(config=True))}
 
 
+Callback = Callable[[str], None] | None
+
+
 async def stream(llm: LLM, messages: list[dict], tools: list[dict] | None,
-                 callbacks: dict[str, Callable[[str], None] | None],
-                 sampling: dict[str, Any] | None) -> Reply | None:
+                 sampling: dict[str, Any] | None,
+                 on: tuple[Callback, Callback, Callback]) -> Reply | None:
     """The reply through the host, or None when the host cannot serve (nothing was sent
-    to the model then, or the host ended before anything arrived): take the plain path."""
+    to the model then, or the host ended before anything arrived): take the plain path.
+    ``on``: the text, retry and reasoning callbacks of ``LLM.stream``."""
+    callbacks = dict(zip(("text", "retry", "reasoning"), on, strict=True))
     link = host_link.link()
     if link is None or llm.is_embedded:
         return None
