@@ -12,7 +12,8 @@ also checks the peer's uid): nothing leaves the machine, and litellm stays the o
 to every provider, in the host. Hosts are told apart by the interpreter, the code and the
 environment (keys, proxies), so a kernel never uses another environment's litellm.
 
-Whenever the host cannot serve (``OI_WARM_HOST=0``, no safe directory, it failed to start
+Whenever the host cannot serve (``OI_WARM_HOST=0``, ``LITELLM_LOG`` set: the user debugs
+litellm and sees its lines as before; no safe directory, it failed to start
 or died, litellm already imported in the kernel, the embedded model, a request that is not
 JSON) the kernel takes the plain path: litellm imported here, as before (logged only).
 """
@@ -213,6 +214,8 @@ def start() -> bool:
     False when hosts are switched off (``OI_WARM_HOST=0``)."""
     global _link
     if os.environ.get(SWITCH_ENV, "1").strip() == "0":
+        return False
+    if os.environ.get("LITELLM_LOG"):  # library_logs.DEBUG_ENV: its lines shown here
         return False
     if _link is None:
         _link = Link()
