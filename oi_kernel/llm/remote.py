@@ -84,7 +84,8 @@ async def stream(llm: LLM, messages: list[dict], tools: list[dict] | None,
     link = host_link.link()
     if link is None or llm.is_embedded:
         return None
-    if not await asyncio.to_thread(link.wait) or host_link.link() is None:
+    ready = link.ok or await asyncio.to_thread(link.wait)  # no thread hop once attached
+    if not ready or host_link.link() is None:
         return None
     try:
         request = json.dumps({"op": "stream", "kernel": os.getpid(), "config": config_of(llm), "messages": messages,
