@@ -24,6 +24,7 @@ LLM = Any  # oi_kernel.llm.client.LLM (which imports this module)
 
 log = logging.getLogger(__name__)
 STREAM_LIMIT = 1 << 26  # one event line may carry a long reply
+_ANSWERS: dict[tuple[str, str], tuple[bool, Any]] = {}  # (question, args) -> (ok, answer)
 
 
 class RemoteLitellm:
@@ -37,13 +38,25 @@ class RemoteLitellm:
         self._link = link
         self._local = local  # boundary.load_local
         self._count_local = count_local
-        self._provider_list: list[str] | None = None
 
     @property
     def provider_list(self) -> list[str]:
-        if self._provider_list is None:
-            self._provider_list = self._ask("provider_list")
-        return self._provider_list
+        return self._cached("provider_list")
+
+    def _cached(self, name: str, *args: Any) -> Any:
+        """A model question's answer, asked of the host once per process: the engine asks
+        them for every request (context window, tools), and litellm's answers for a model
+        do not change while it serves."""
+        key = (name, json.dumps(args, sort_keys=True, default=str))
+        if key not in _ANSWERS:
+            try:
+                _ANSWERS[key] = (True, self._ask(name, *args))
+            except Exception as exc:  # noqa: BLE001 - raised again below, every time
+                _ANSWERS[key] = (False, str(exc))
+        ok, value = _ANSWERS[key]
+        if not ok:
+            raise Exception(value)
+        return value
 
     def count_tokens(self, text: str) -> int:
         return int(self._ask("count_tokens", text))
@@ -62,7 +75,7 @@ class RemoteLitellm:
 
     def __getattr__(self, name: str) -> Any:
         if name in self.CALLS:
-            return lambda *args: self._ask(name, *args)
+            return lambda *args: self._cached(name, *args)
         return getattr(self._local(), name)
 
 
