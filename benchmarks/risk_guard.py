@@ -8,7 +8,7 @@ what escapes; for ordinary blocks, asked + stopped is the share that would ask).
 
 A corpus directory holds ``<class>.py`` files in ``risk_review.py``'s format (snippets split
 at ``#%%`` lines, ``#%% shell`` for shell). The snippets that would run unasked are RUN, for
-real, under the guard the child kernel loads (``probe_loader.local_probe``: the same
+real, under the guard the child kernel loads (``probe.local_probe``: the same
 source), in an IPython shell inside bubblewrap: the host is read-only (``--ro-bind / /``),
 ``/tmp`` and the home folder are empty tmpfs (the interpreter's folders bound back
 read-only), the network and pids are private, and only a scratch workspace is writable.
@@ -184,7 +184,7 @@ def inner(base: Path, seconds: float, memory: str, only: set[int]) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     from oi_kernel.execution.limits import parse_size
-    from oi_kernel.execution.probe_loader import local_probe
+    from oi_kernel.execution.probe import local_probe
     from oi_kernel.languages import as_ipython_cell, normalize_language
 
     sys.path.insert(0, str(HERE))

@@ -108,7 +108,7 @@ def per_turn(n_vars: int, n_files: int, turns: int, warmup: int, against: str = 
     whose code runs as two more kernels, on and off. ``modes`` may add "summary only"
     (checkpoints off). ``objects``: every 100th variable is an instance of a class of the
     user's, so a checkpoint needs a fork (a namespace of builtin data only is copied, see
-    ``probe_checkpoints._copy_plain``). CPU: the kernel, its child and the forks, ended
+    ``probe.values._copy_plain``). CPU: the kernel, its child and the forks, ended
     ones included (``tree_cpu``). Returns the turn times in seconds."""
     from benchmarks.common import (
         OI_KERNEL,
@@ -201,7 +201,7 @@ GB_SCRIPT = r"""
 import json, os, pickle, sys, time
 import numpy as np
 sys.path.insert(0, {repo!r})
-from oi_kernel.execution.probe_loader import local_probe
+from oi_kernel.execution.probe import local_probe
 P = local_probe()
 _ns = sys.modules['__main__'].__dict__
 def run():  # locals: a restore removes globals the checkpoint did not have

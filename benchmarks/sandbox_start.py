@@ -124,11 +124,11 @@ def one_offs() -> dict[str, float]:
     """Seconds of the parts cached per wrapper process, measured cold."""
     from oi_kernel.execution import sandbox, sandbox_root
 
-    for cached in (sandbox.probe, sandbox_root.python_dirs, sandbox_root.sensitive_etc):
+    for cached in (sandbox.unavailable, sandbox_root.python_dirs, sandbox_root.sensitive_etc):
         cached.cache_clear()
     timings = {}
     for name, call in (
-        ("bwrap probe", lambda: sandbox.probe()),
+        ("bwrap check", lambda: sandbox.unavailable()),
         ("ask the child's Python where it lives", lambda: sandbox_root.python_dirs(
             sys.executable, "", os.path.expanduser("~"))),
         ("scan /etc for sensitive files", sandbox_root.sensitive_etc),
@@ -163,8 +163,8 @@ def run(quick: bool = False) -> SectionResult:
     from oi_kernel.execution import sandbox
 
     result = SectionResult(TITLE)
-    if sandbox.probe():
-        result.skipped = f"no sandbox here: {sandbox.probe()}"
+    if sandbox.unavailable():
+        result.skipped = f"no sandbox here: {sandbox.unavailable()}"
         return result
     d = measure(1 if quick else 20)
     result.data = d

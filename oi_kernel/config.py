@@ -7,9 +7,11 @@ do that, nor be silently ignored. Here such a value is rejected with a warning t
 quotes the setting's help text, the default is used, and the kernel shows the
 warnings in the next cell it runs (they also go to the kernel's log).
 
-Configurable classes route their config through ``load_config_tolerantly`` by
-overriding ``_load_config``; ``@default`` methods read the environment with
-``env_int``/``env_float``/``env_choice``/``env_flag``.
+Configurable classes derive from ``Remembered``, which routes their config through
+``load_config_tolerantly`` and remembers where each value came from (the config, a keyword
+argument, a profile, the administrator's policy, a session command: ``from_source``);
+``@default`` methods read the environment with ``env_int``/``env_float``/``env_choice``/
+``env_flag``. ``oi_kernel.session.resolved`` turns that into the settings with their sources.
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
+
+from traitlets import All, observe
+from traitlets.config import Configurable
 
 _warnings: list[str] = []
 _lock = threading.Lock()
@@ -165,3 +172,62 @@ def _restore(obj: Any, name: str, before: Any) -> None:
 def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if text.endswith(".") else text + "."
+
+
+# ----------------------------------------------------------------------------- sources
+CONFIG = "config"  # shown as c.Section.name by oi_kernel.session.resolved
+FORGET = ""  # from_source(FORGET): the value goes back to config / environment / default
+_source: ContextVar[str | None] = ContextVar("oi_setting_source", default=None)
+
+
+@contextmanager
+def from_source(label: str) -> Iterator[None]:
+    """Values set inside this block are remembered as coming from ``label`` ("profile
+    data_analyst", "%approval", the policy file...)."""
+    token = _source.set(label)
+    try:
+        yield
+    finally:
+        _source.reset(token)
+
+
+def check_floor(obj: Any, name: str, value: Any) -> Any:
+    """``value`` for ``obj.name``, unless the administrator's policy refuses it: then its
+    ``Refusal`` (a ``TraitError``: the setting keeps its value). The classes' own
+    ``@validate`` methods call this for the settings a policy may guard."""
+    floors = getattr(obj, "floors", None)
+    if floors is not None and (refusal := floors.refusal(name, value)) is not None:
+        raise refusal
+    return value
+
+
+class Remembered(Configurable):
+    """A configurable whose bad config values are reported, not fatal, and which remembers
+    where each setting's value came from (``setting_sources``: trait name -> source; a trait
+    missing there has its environment or default value). ``floors``: the administrator's
+    policy for this session (``session.policy_rules.Floors``), which ``check_floor`` asks."""
+
+    floors: Any = None
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.setting_sources: dict[str, str] = {}
+        current = _source.get()
+        with from_source("keyword argument" if current is None else current):
+            super().__init__(**kwargs)
+
+    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
+        """A bad value in the config is reported and ignored (``load_config_tolerantly``)."""
+        with from_source(CONFIG):
+            load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    @observe(All)
+    def _remember_source(self, change: Any) -> None:
+        name = change["name"]
+        if not self.trait_metadata(name, "config"):
+            return
+        source = _source.get()
+        sources = self.__dict__.setdefault("setting_sources", {})
+        if source == FORGET:
+            sources.pop(name, None)
+        else:
+            sources[name] = "this session" if source is None else source

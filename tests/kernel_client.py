@@ -74,10 +74,13 @@ class KernelSession:
         cwd: str | None = None,
         connection_file: str | None = None,
         stderr: Any = None,
+        kernel_spec_manager: Any = None,
     ) -> None:
-        """``stderr``: a file the kernel process's own stderr (the kernel's log) goes to."""
+        """``stderr``: a file the kernel process's own stderr (the kernel's log) goes to;
+        ``kernel_spec_manager``: where ``kernel_name`` is looked up (a test's own kernelspecs)."""
         self.km = KernelManager(kernel_name=kernel_name, **(
-            {"connection_file": connection_file} if connection_file else {}))
+            {"connection_file": connection_file} if connection_file else {}), **(
+            {"kernel_spec_manager": kernel_spec_manager} if kernel_spec_manager else {}))
         full_env = {**os.environ, **(env or {})}
         self.km.start_kernel(env=full_env, cwd=cwd,
                              **({"stderr": stderr} if stderr is not None else {}))

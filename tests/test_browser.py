@@ -252,8 +252,8 @@ def test_oi_magic_card_run_output_and_inserted_cell(lab: Lab, lab_server: LabSer
 def test_sandbox_grants_show_in_the_status_item(lab: Lab, lab_server: LabServer, tmp_path):
     from oi_kernel.execution import sandbox
 
-    if sandbox.probe():
-        pytest.skip(f"no sandbox here: {sandbox.probe()}")
+    if sandbox.unavailable():
+        pytest.skip(f"no sandbox here: {sandbox.unavailable()}")
     data = tmp_path / "granted-data"
     data.mkdir()
     (data / "table.csv").write_text("a,b\n1,2\n")

@@ -52,7 +52,7 @@ def touch_everything(root: Path) -> None:
 
 @pytest.fixture
 def probe():
-    from oi_kernel.execution.probe_loader import local_probe
+    from oi_kernel.execution.probe import local_probe
 
     module = local_probe()
     yield module

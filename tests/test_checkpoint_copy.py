@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 HEADER = f"""
 import json, os, sys
 sys.path.insert(0, {str(REPO)!r})
-from oi_kernel.execution.probe_loader import local_probe
+from oi_kernel.execution.probe import local_probe
 P = local_probe()
 def cp(i, **settings):
     return json.loads(P.call("checkpoint", i, os.path.abspath("store"), settings=settings))
@@ -169,7 +169,7 @@ def test_the_copy_refuses_other_objects_before_their_code_runs_and_keeps_gc_as_i
     import io
     import pickle
 
-    from oi_kernel.execution import probe_copy as PC
+    from oi_kernel.execution.probe import values as PC
 
     calls = []
 

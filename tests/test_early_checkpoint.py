@@ -32,7 +32,7 @@ def _forks(pid: int) -> int:
 def test_many_turns_of_every_ending_keep_undo_exact_and_leave_no_fork(llm_server, tmp_path,
                                                                        forks):
     # a namespace holding an instance is forked at each checkpoint; one of builtin data only
-    # is copied (probe_copy.py), and no fork is made at all
+    # is copied (probe/values.py), and no fork is made at all
     thing = "class Thing: pass\nthing = Thing()\n" if forks else ""
     with make(llm_server, tmp_path, auto_run=True) as it:
         it.engine.max_checkpoints = 3

@@ -16,7 +16,7 @@ import pytest
 
 from oi_kernel.core import guard
 from oi_kernel.core.types import ApprovalRequest, CodeBlock, Decision
-from oi_kernel.execution import probe_loader
+from oi_kernel.execution import probe
 from oi_kernel.safety.risk import MEDIUM, Flag
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,12 +73,13 @@ def test_limits_are_read_from_the_result():
 
 @pytest.mark.unit
 def test_probe_parts_define_each_name_once():
-    """Joined into one module, a name two parts define would silently replace the other
+    """Gathered into the one probe (``install`` gives it every part's names), a name two
+    parts define would silently replace the other
     (the guard's ``begin``/``end`` once replaced the change summary's)."""
     seen: dict[str, str] = {}
     clashes = []
-    for part in probe_loader.PARTS:
-        tree = ast.parse((Path(probe_loader.__file__).parent / f"{part}.py").read_text())
+    for part in probe.PARTS:
+        tree = ast.parse((Path(probe.__file__).parent / f"{part}.py").read_text())
         for node in tree.body:
             names = ([node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else
                      [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)])
@@ -92,7 +93,7 @@ def test_probe_parts_define_each_name_once():
 SHELL_SCRIPT = """
 import json, os, sys
 from IPython.core.interactiveshell import InteractiveShell
-from oi_kernel.execution.probe_loader import local_probe
+from oi_kernel.execution.probe import local_probe
 shell, probe = InteractiveShell.instance(), local_probe()
 results = {}
 for name, code in json.loads(sys.argv[1]).items():

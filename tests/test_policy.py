@@ -387,7 +387,7 @@ def test_logs_go_to_the_policys_directory_and_cannot_be_turned_off(admin, monkey
     monkeypatch.setenv("OI_LOG_DIR", str(tmp_path / "mine"))
     s = session()
     assert s.log_dir == str(tmp_path / "audit") and "not to OI_LOG_DIR" in notices(s)
-    assert Path(s.log.path).parent == tmp_path / "audit"
+    assert Path(s.open_log().path).parent == tmp_path / "audit"
     from oi_kernel import Interpreter
 
     refused(lambda: Interpreter(log=False), admin)

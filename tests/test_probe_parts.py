@@ -1,7 +1,7 @@
-"""The probe's three parts are modules (issue 33): each imports on its own in a fresh
-interpreter and names what it takes from the parts before it, while ``probe_loader`` still
-sends one self-contained source that runs where ``oi_kernel`` cannot be imported (a sandboxed
-or remote child)."""
+"""The probe is a package whose parts are modules (issues 33 and 41): each imports on its own
+in a fresh interpreter and takes what it uses from the parts before it by relative imports,
+while ``BOOT`` still installs all of them as one unit where ``oi_kernel`` cannot be imported
+(a sandboxed child, a plain python3 kernel, a remote gateway's kernel)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from oi_kernel.execution import probe_loader
+from oi_kernel.execution import probe
+from tests.kernel_client import KernelSession
 
 REPO = Path(__file__).resolve().parents[1]
-PROBE_DIR = REPO / "oi_kernel" / "execution"
+PROBE_DIR = REPO / "oi_kernel" / "execution" / "probe"
 
 
 def run(args: list[str], code: str, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -28,10 +29,10 @@ def run(args: list[str], code: str, cwd: Path, env: dict[str, str] | None = None
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("part", probe_loader.PARTS)
+@pytest.mark.parametrize("part", probe.PARTS)
 def test_each_part_imports_alone_in_a_fresh_interpreter(part, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = run([], f"import oi_kernel.execution.{part} as m; print(m.__file__)", tmp_path, env)
+    out = run([], f"import oi_kernel.execution.probe.{part} as m; print(m.__file__)", tmp_path, env)
     assert Path(out.strip()) == PROBE_DIR / f"{part}.py"  # this worktree's, not an installed copy
 
 
@@ -41,8 +42,8 @@ def test_the_imported_modules_take_a_checkpoint_and_restore_it(tmp_path):
     written after a checkpoint comes back."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     code = (
-        "import json, oi_kernel.execution.probe_checkpoints as pc, oi_kernel.execution.probe as p\n"
-        "import oi_kernel.execution.probe_watch as pw\n"
+        "import json, oi_kernel.execution.probe.checkpoints as pc\n"
+        "import oi_kernel.execution.probe.changes as p, oi_kernel.execution.probe.watch as pw\n"
         "assert p._State.watcher is pw._Watch\n"
         "open('a.txt', 'w').write('before')\n"
         "print(pc.call('checkpoint', 1, '.oi_checkpoints/s1'))\n"
@@ -56,31 +57,34 @@ def test_the_imported_modules_take_a_checkpoint_and_restore_it(tmp_path):
 
 
 @pytest.mark.unit
-def test_the_joined_source_imports_nothing_of_oi_kernel():
-    imported = set()
-    for node in ast.walk(ast.parse(probe_loader.SOURCE)):
-        if isinstance(node, ast.Import):
-            imported |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
-    assert imported and not {m for m in imported if m.split(".")[0] == "oi_kernel"}
+def test_the_parts_import_only_the_standard_library_and_the_parts_before_them():
+    """What lets them travel as source: no absolute import of ``oi_kernel``, and each relative
+    import names a part loaded before it (``install`` loads them in ``PARTS`` order)."""
+    for index, part in enumerate(probe.PARTS):
+        for node in ast.walk(ast.parse((PROBE_DIR / f"{part}.py").read_text())):
+            if isinstance(node, ast.Import):
+                assert not [a for a in node.names if a.name.split(".")[0] == "oi_kernel"], part
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1 and node.module in probe.PARTS[:index], (part, node.module)
+            elif isinstance(node, ast.ImportFrom):
+                assert (node.module or "").split(".")[0] != "oi_kernel", part
 
 
 @pytest.mark.unit
-def test_every_import_between_parts_is_left_out_and_nothing_else():
-    """What the loader drops is exactly the parts' imports of each other (in any layout)."""
-    for part in probe_loader.PARTS:
-        text = (PROBE_DIR / f"{part}.py").read_text()
-        kept = probe_loader._PART_IMPORT.sub("", text)
-        tree = ast.parse(kept)
-        assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                    and (n.module or "").startswith("oi_kernel")], part
-        # only import statements went: every other statement is still there
-        def body(t):
-            return [ast.dump(n) for n in t.body if not isinstance(n, ast.ImportFrom)]
-        assert body(tree) == body(ast.parse(text)), part
-    one_line = "import os\nfrom oi_kernel.execution.probe import Settings, scan\nx = 1\n"
-    assert probe_loader._PART_IMPORT.sub("", one_line) == "import os\nx = 1\n"
+def test_install_makes_a_package_of_the_parts_and_leaves_nothing_on_a_failure():
+    name = "_oi_probe_test_install"
+    parts = (("a", "X = 1\n"), ("b", "from .a import X\nY = X + 1\n"))
+    try:
+        top = probe.install(parts, name)
+        assert (top.X, top.Y) == (1, 2) and sys.modules[name] is top
+        assert sys.modules[f"{name}.b"].X is sys.modules[f"{name}.a"].X
+        assert probe.install((), name) is top  # once per process
+    finally:
+        for key in [k for k in sys.modules if k.startswith(name)]:
+            del sys.modules[key]
+    with pytest.raises(ImportError):
+        probe.install((("a", "X = 1\n"), ("b", "from .c import Z\n")), name)
+    assert not [k for k in sys.modules if k.startswith(name)]
 
 
 @pytest.mark.kernel
@@ -94,7 +98,8 @@ def test_the_boot_expression_runs_where_oi_kernel_cannot_be_imported(tmp_path):
         "    raise SystemExit('oi_kernel is importable here')\n"
         "except ImportError:\n"
         "    pass\n"
-        f"{probe_loader.BOOT}\n"
+        f"{probe.BOOT}\n"
+        "assert not [n for n in dir() if 'probe' in n or n == 'install'], dir()\n"
         "probe = sys.modules['_oi_probe']\n"
         "open('a.txt', 'w').write('before')\n"
         "x = 1\n"
@@ -112,3 +117,42 @@ def test_the_boot_expression_runs_where_oi_kernel_cannot_be_imported(tmp_path):
     assert report["restored"] == ["a.txt"] and "x" in report["variables"]
     assert lines[2] == "before 1 True"
     assert lines[3] == "[]"
+
+
+PLAIN_KERNEL = ("import sys; sys.modules['oi_kernel'] = None\n"  # `import oi_kernel` fails
+                "from ipykernel.kernelapp import launch_new_instance; launch_new_instance()")
+
+
+@pytest.mark.kernel
+def test_the_probe_loads_into_a_plain_python3_kernel_without_oi_kernel(tmp_path):
+    """As ``ChildRunner`` sends it to any child (a remote gateway's kernel has no oi_kernel):
+    ``BOOT`` as a silent execution, then the probe called in a user expression."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = tmp_path / "kernels" / "plain"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-I", "-c", PLAIN_KERNEL, "-f", "{connection_file}"],
+        "display_name": "plain python3", "language": "python"}))
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    specs = KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")])
+    with KernelSession("plain", env=env, cwd=str(work), kernel_spec_manager=specs) as k:
+        assert "ModuleNotFoundError" in k.execute("import oi_kernel").text
+        assert k.execute(probe.BOOT, silent=True).status == "ok"
+
+        def call(*args: str) -> dict:
+            expression = f"__import__('sys').modules['_oi_probe'].call({', '.join(args)})"
+            reply = k.execute("", silent=True, user_expressions={"r": expression}).reply
+            return json.loads(ast.literal_eval(reply["content"]["user_expressions"]["r"]
+                                               ["data"]["text/plain"]))
+
+        assert k.execute("x = 1; open('a.txt', 'w').write('before')").status == "ok"
+        assert call("'checkpoint'", "1", "'.oi_checkpoints/s1'")["id"] == 1
+        assert k.execute("x = 2; open('a.txt', 'w').write('after')").status == "ok"
+        assert call("'restore'", "1")["restored"] == ["a.txt"]
+        shown = k.execute("print(x, open('a.txt').read(), sorted(n for n in dir() if 'probe' "
+                          "in n), sorted(m for m, v in __import__('sys').modules.items() "
+                          "if m.startswith('oi_kernel') and v is not None))").stdout
+        assert shown.split() == ["1", "before", "[]", "[]"]

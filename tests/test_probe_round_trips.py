@@ -311,7 +311,7 @@ def test_files_changed_from_outside_while_the_model_is_asked_are_not_the_steps(t
 DROP_SCRIPT = """
 import json, os, shutil, subprocess, sys
 sys.path.insert(0, {repo!r})
-from oi_kernel.execution.probe_loader import local_probe
+from oi_kernel.execution.probe import local_probe
 p = local_probe()
 p.call('checkpoint', 1, '.oi_checkpoints/s')
 open('a.txt', 'w').write('x')  # (1 saves a copy: its folder has a file and an index)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="in
 
 @pytest.fixture
 def probe():
-    from oi_kernel.execution.probe_loader import local_probe
+    from oi_kernel.execution.probe import local_probe
 
     module = local_probe()
     module._Watch.drop()

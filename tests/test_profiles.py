@@ -264,15 +264,13 @@ def test_a_startup_profile_that_fails_blocks_instructions_until_fixed(isolated, 
     engine = new_engine()
     assert PS.apply_startup(engine) == "missing"
     with pytest.raises(P.ProfileError) as info:
-        for check in engine.preflight:
-            check()
+        engine.check_ready()
     assert "chosen by OI_PROFILE" in str(info.value)
     assert "No profile named 'missing'" in str(info.value)
     assert "%profile --clear" in str(info.value)
     assert "⚠️" in PS.describe(engine)
     PS.profile_command(engine, "--clear")
-    for check in engine.preflight:
-        check()  # no longer raises
+    engine.check_ready()  # no longer raises
 
 
 def test_config_selects_a_profile_and_env_wins(isolated, monkeypatch):
@@ -430,10 +428,10 @@ def test_profile_error_is_an_oi_error():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux only")
 def test_profile_sandbox_restarts_the_child_confined(llm_server, tmp_path):
-    from oi_kernel.execution.sandbox import probe
+    from oi_kernel.execution.sandbox import unavailable
 
-    if probe():
-        pytest.skip(f"no sandbox here: {probe()}")
+    if unavailable():
+        pytest.skip(f"no sandbox here: {unavailable()}")
     data = Path(tempfile.mkdtemp(prefix="oi-granted-", dir="/var/tmp"))  # outside the view
     (data / "table.csv").write_text("a,b\n1,2\n")
     write_profile(tmp_path / ".oi" / "profiles", "boxed",

@@ -63,7 +63,7 @@ def test_model_summary_is_bounded_and_long_cell_summaries_collapse():
 PROBE_SCRIPT = """
 import json, os, socket, sys, threading
 sys.path.insert(0, {repo!r})
-from oi_kernel.execution.probe_loader import local_probe
+from oi_kernel.execution.probe import local_probe
 P = local_probe()
 class C:
     def __init__(self): self.v = 1
@@ -342,8 +342,8 @@ def test_api_changes_undo_checkpoints_and_restore(llm_server, tmp_path):
 def test_undo_in_the_sandbox_restores_the_workspace(_server, tmp_path_factory):
     from oi_kernel.execution import sandbox
 
-    if sandbox.probe():  # CI and this machine have bubblewrap: this runs there
-        pytest.fail(f"bubblewrap is needed for this test: {sandbox.probe()}")
+    if sandbox.unavailable():  # CI and this machine have bubblewrap: this runs there
+        pytest.fail(f"bubblewrap is needed for this test: {sandbox.unavailable()}")
     workspace = tmp_path_factory.mktemp("boxed-rollback")
     (workspace / "data.csv").write_text("a,b\n1,2\n")
     env = kernel_env(_server, workspace, OI_SANDBOX="1", OI_AUTO_RUN="1")
@@ -362,7 +362,7 @@ def test_undo_in_the_sandbox_restores_the_workspace(_server, tmp_path_factory):
 
 
 def test_a_scan_says_which_folders_it_listed_to_the_end(tmp_path):
-    from oi_kernel.execution.probe_loader import local_probe
+    from oi_kernel.execution.probe import local_probe
 
     probe = local_probe()
     for i in range(3000):

@@ -32,8 +32,8 @@ from tests.kernel_client import KernelSession
 from tests.test_card import Frontend, send_shell
 from tests.test_kernel import kernel_env, sent_tool_results
 
-HAVE_BWRAP = sandbox.probe() == ""
-needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason=f"no sandbox here: {sandbox.probe()}")
+HAVE_BWRAP = sandbox.unavailable() == ""
+needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason=f"no sandbox here: {sandbox.unavailable()}")
 
 OPENAI_KEY = "plainfakeopenaivalue0042"
 SERVICE_TOKEN = "tokvalue-abcdef-9876-zyx"
@@ -239,7 +239,7 @@ def test_sandbox_spec_runs_the_launcher_and_interrupts_by_message(tmp_path):
         tail = argv[argv.index("--") + 1:]
         assert tail[1] == os.path.realpath(confine.__file__)
         assert tail[2:4] == ["--memory", str(1024**3)]
-        assert tail[tail.index("--probe-socket") + 1] == spec.probe.getsockname()
+        assert tail[tail.index("--canary-socket") + 1] == spec.canary.getsockname()
         assert tail[-3:] == ["--", "-f", "{connection_file}"]
         assert derived["interrupt_mode"] == "message"
     finally:
@@ -270,7 +270,7 @@ def test_sandbox_refuses_a_kernel_that_is_not_ipython(tmp_path, monkeypatch):
 
 
 def test_missing_bwrap_is_named():
-    problem = sandbox.probe("no-such-bwrap-oi-test")
+    problem = sandbox.unavailable("no-such-bwrap-oi-test")
     assert "not installed" in problem and "apt install bubblewrap" in problem
     with pytest.raises(ChildKernelError, match="will not run unsandboxed"):
         sandbox.require_bwrap("no-such-bwrap-oi-test")
@@ -387,7 +387,7 @@ def home():
 @pytest.fixture(scope="module")
 def boxed(_server, home, tmp_path_factory):
     if not HAVE_BWRAP:
-        pytest.skip(f"no sandbox here: {sandbox.probe()}")
+        pytest.skip(f"no sandbox here: {sandbox.unavailable()}")
     workspace = tmp_path_factory.mktemp("workspace")
     env = kernel_env(
         _server,

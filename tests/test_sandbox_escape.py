@@ -27,7 +27,7 @@ from tests import llm_server as S
 from tests.kernel_client import KernelSession
 from tests.test_kernel import oi_env, sent_tool_results
 
-pytestmark = pytest.mark.skipif(sandbox.probe() != "", reason=f"no sandbox: {sandbox.probe()}")
+pytestmark = pytest.mark.skipif(sandbox.unavailable() != "", reason=f"no sandbox: {sandbox.unavailable()}")
 
 PRIVATE_KEY = "FAKE-PRIVATE-KEY-CONTENT-0xC0FFEE"
 HOST_MARKER = "host-process-marker-8812"

@@ -158,12 +158,12 @@ def test_a_silent_server_costs_at_most_the_timeout():
     port = listener.getsockname()[1]
     try:
         started = time.monotonic()
-        info = model_info.probe("ollama_chat", "x:1b", f"http://127.0.0.1:{port}", timeout=0.3)
+        info = model_info.ask_server("ollama_chat", "x:1b", f"http://127.0.0.1:{port}", timeout=0.3)
         assert info is None and time.monotonic() - started < 2
         listener.setblocking(False)
         while _accept_one(listener):  # the connection the first probe made
             pass
-        assert model_info.probe("ollama_chat", "x:1b", f"http://127.0.0.1:{port}") is None
+        assert model_info.ask_server("ollama_chat", "x:1b", f"http://127.0.0.1:{port}") is None
         assert not _accept_one(listener)  # the failure is remembered: nobody asked again
     finally:
         listener.close()

@@ -226,7 +226,7 @@ def test_a_real_session_s_turns_are_rebuilt_from_what_the_log_was_sent(tmp_path:
         with Interpreter("openai/scripted", api_base=server.url, api_key=golden.KEY,
                          approve=lambda request: next(answers), log_dir=tmp_path / "logs",
                          cwd=tmp_path) as it:
-            assert it.session.log is not None  # open the log: its writer is the recorder
+            assert it.session.open_log() is not None  # its writer is now the recorder
             writer = it.engine.recorder
             it.engine.recorder = lambda event: (seen.append(event), writer(event))
             list(it.chat(golden.TURN_1))

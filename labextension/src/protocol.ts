@@ -6,6 +6,14 @@
  * Nothing here touches JupyterLab or the DOM, so it is unit-tested directly.
  */
 
+import {
+  APPROVAL_LABELS,
+  APPROVAL_MODES,
+  ApprovalPolicy
+} from './approvalModes';
+
+export type { ApprovalPolicy };
+
 /** Comm target name registered by the kernel (and by `%load_ext oi_kernel`). */
 export const COMM_TARGET = 'oi_kernel';
 
@@ -14,13 +22,6 @@ export const PROTOCOL_VERSION = 1;
 
 /** Kernelspec name of the Open Interpreter kernel. */
 export const KERNEL_NAME = 'open-interpreter';
-
-export type ApprovalPolicy =
-  | 'always'
-  | 'risky'
-  | 'never'
-  | 'four-eyes'
-  | 'four-eyes-all';
 
 /** Where code runs: a child kernel here, sandboxed, on a gateway, or the notebook's own. */
 export type Placement = 'local' | 'sandbox' | 'gateway' | 'shell';
@@ -240,13 +241,7 @@ function int(data: Json, key: string): number {
     : 0;
 }
 
-const APPROVALS: ApprovalPolicy[] = [
-  'always',
-  'risky',
-  'never',
-  'four-eyes',
-  'four-eyes-all'
-];
+const APPROVALS: readonly ApprovalPolicy[] = APPROVAL_MODES;
 const PLACEMENTS: Placement[] = ['local', 'sandbox', 'gateway', 'shell'];
 
 function strings(data: Json, key: string): string[] {
@@ -569,14 +564,6 @@ export function formatCost(cost: number | null): string {
   }
   return '$' + (cost > 0 && cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2));
 }
-
-const APPROVAL_LABELS: Record<ApprovalPolicy, string> = {
-  always: 'ask each',
-  risky: 'ask if risky',
-  never: 'auto-run',
-  'four-eyes': 'four-eyes',
-  'four-eyes-all': 'four-eyes (all)'
-};
 
 export function approvalLabel(policy: ApprovalPolicy): string {
   return APPROVAL_LABELS[policy];

@@ -395,7 +395,7 @@ class OIAgent:
         if not text.strip():
             raise OIError("The prompt is empty: write what you want done.")
         updates = state.updates = U.TurnUpdates()
-        _ = session.log  # opened now: a log that cannot be opened fails the prompt
+        session.open_log()  # opened now: a log that cannot be opened fails the prompt
         if session.child is not None:
             session.child.start_soon().add_done_callback(_retrieve)  # boots while the LLM answers
         return await session.engine.run_turn(text, lambda event: _send(state, updates, event))

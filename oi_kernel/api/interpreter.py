@@ -261,7 +261,7 @@ class Interpreter:
         source = as_ipython_cell(lang, code)
         self._busy = True
         try:
-            result = self._res.loop.call(self._run_direct(lang, source))
+            result = self._res.loop.call(_run_direct(self, lang, source))
         finally:
             self._busy = False
         return _output_chunk(0, result.status, result.outputs, result.message)
@@ -283,7 +283,7 @@ class Interpreter:
             except (OSError, TypeError) as exc:
                 raise OIError(f"The source of {function!r} is not available ({exc}): define "
                               "the tool in a file or a notebook cell.") from None
-            result = self._res.loop.call(self._run_direct("python", source))
+            result = self._res.loop.call(_run_direct(self, "python", source))
             if result.status != "ok":
                 raise OIError(f"Defining {function.__name__} in the kernel failed: "
                               f"{result.message or result.outputs}")
@@ -380,17 +380,20 @@ class Interpreter:
 
         self._emit = emit
         try:
-            _ = self.session.log  # opened now: a log that cannot be opened fails the turn
+            self.session.open_log()  # opened now: a log that cannot be opened fails the turn
             self.child.start_soon().add_done_callback(_retrieve)  # boots while the LLM answers
             return await self.engine.run_turn(message, emit)
         finally:
             self._emit = None
 
-    async def _run_direct(self, kind: str, source: str) -> ExecResult:
-        _ = self.session.log
-        result = await self.runner.run_code(source, timeout=self.timeout)
-        self.session.publish(E.DirectRun(kind, source, result.status, result.outputs))
-        return result
+
+async def _run_direct(it: Interpreter, kind: str, source: str) -> ExecResult:
+    """``source`` run in the child kernel without the model or approval, logged as a
+    ``direct`` run (``run_code``, and the functions ``add_tools`` defines)."""
+    it.session.open_log()
+    result = await it.runner.run_code(source, timeout=it.timeout)
+    it.session.publish(E.DirectRun(kind, source, result.status, result.outputs))
+    return result
 
 
 async def _settle(job: Job) -> None:

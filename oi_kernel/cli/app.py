@@ -15,6 +15,7 @@ from pathlib import Path
 from oi_kernel._version import __version__
 from oi_kernel.cli.install import DISPLAY_NAME, KERNEL_NAME
 from oi_kernel.cli.serve_local import add_serve_local_command
+from oi_kernel.core import approval_modes
 from oi_kernel.errors import OIError
 
 
@@ -144,7 +145,7 @@ def add_headless_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="executed notebook to write (default NAME-run.ipynb)")
     p.add_argument(
         "--approval",
-        choices=["never", "risky"],
+        choices=approval_modes.UNATTENDED,
         default="never",
         help="never: run every block (default); risky: refuse blocks that are not known to be "
         "safe (see docs/security.md)",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from oi_kernel.cli.install import KERNEL_NAME, ensure_kernelspec
+from oi_kernel.core import approval_modes
 from oi_kernel.errors import NotConfiguredError, OIError
 from oi_kernel.record.notebook_run import (
     ipc_kernel_manager,
@@ -37,7 +38,7 @@ from oi_kernel.record.notebook_run import (
 
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
-APPROVALS = ("never", "risky")
+APPROVALS = approval_modes.UNATTENDED  # nobody is there to approve
 
 
 @dataclass
@@ -130,6 +131,23 @@ def export_path(output: Path) -> Path:
     return output.with_name(f"{output.stem}-export.ipynb")
 
 
+def _policy_allowing(approval: str) -> Any:
+    """The administrator's policy, once ``approval`` is known to be a headless mode it
+    allows (checked now, not in every cell)."""
+    if approval not in APPROVALS:
+        raise OIError(f"--approval must be one of {', '.join(APPROVALS)}, not {approval!r}.")
+    from oi_kernel.session.policy import load_policy
+    from oi_kernel.session.policy_rules import approval_problem
+
+    policy = load_policy()
+    if problem := approval_problem(policy, approval):
+        fix = ("Run it with --approval risky: blocks that are not known to be safe are then "
+               "refused, since no one can approve them." if policy.approval == "risky" else
+               "A headless run cannot ask anyone, so the model's code cannot run here.")
+        raise OIError(f"{problem} {fix}")
+    return policy
+
+
 def run_notebook(
     path: str | Path,
     output: str | Path | None = None,
@@ -149,17 +167,7 @@ def run_notebook(
     cell unless ``allow_errors``. ``env`` adds variables for the kernel."""
     import nbformat
 
-    if approval not in APPROVALS:
-        raise OIError(f"--approval must be one of {', '.join(APPROVALS)}, not {approval!r}.")
-    from oi_kernel.session.policy import load_policy
-    from oi_kernel.session.policy_rules import approval_problem
-
-    policy = load_policy()
-    if problem := approval_problem(policy, approval):  # fail now, not in every cell
-        fix = ("Run it with --approval risky: blocks that are not known to be safe are then "
-               "refused, since no one can approve them." if policy.approval == "risky" else
-               "A headless run cannot ask anyone, so the model's code cannot run here.")
-        raise OIError(f"{problem} {fix}")
+    policy = _policy_allowing(approval)
     path = Path(path).expanduser()
     nb = read_notebook(path)
     out = Path(output).expanduser() if output else default_output(path)

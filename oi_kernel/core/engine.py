@@ -111,13 +111,13 @@ class Engine(EngineSettings):
         self.untrusted_content = ""
         # the policy's entries that are never known safe (safety.known_safe)
         self.known_safe_denied: list[str] = []
+        self.profile_state: Any = None  # the active profile and %instructions (session.profile_state)
         self.rollback = Rollback(self)
         self.steps = StepRunner(self)
         self.conversation = Conversation()
         self.usage = Usage()
-        # Checks run before each turn; one raises an OIError to refuse (e.g. a bad profile).
-        self.preflight: list[Callable[[], None]] = []
         self._budget_noticed = False
+        self._model_policy: ModelPolicy | None = None
         self._sent: tuple[list[dict[str, Any]], list[dict] | None] = ([], None)  # last request
 
     @property
@@ -126,8 +126,17 @@ class Engine(EngineSettings):
 
     @property
     def policy(self) -> ModelPolicy:
-        """How the loop treats the current model (small models get help)."""
-        return policy_for(self.llm, self)
+        """How the loop treats the model (small ones get help); made again when it changes kind."""
+        if self._model_policy is None or self._model_policy.small != self.llm.is_small_model:
+            self._model_policy = policy_for(self.llm, self)
+        return self._model_policy
+
+    def check_ready(self) -> None:
+        """Refuse an instruction (an ``OIError``) while the administrator's policy (``floors``)
+        or a start-up profile that failed to load (``profile_state``) says no."""
+        for part in (self.floors, self.profile_state):
+            if part is not None:
+                part.check_turn()
 
     def step_limit(self) -> int:
         """LLM calls allowed for one instruction with the current model."""
@@ -243,8 +252,7 @@ class Engine(EngineSettings):
         recent cells), sent to the model with it but not part of the turn's instruction."""
         emit = self.tee(emit)
         self.llm.check_configured()
-        for check in self.preflight:
-            check()
+        self.check_ready()
         self._check_instruction(instruction)
         note = await self._namespace_note()  # before the turn exists: an interrupt here is clean
         emit(TurnStarted(len(self.turns) + 1, instruction,

@@ -12,18 +12,23 @@ from __future__ import annotations
 
 from typing import Any
 
-FOUR_EYES = "four-eyes"
-FOUR_EYES_ALL = "four-eyes-all"
-MODES = (FOUR_EYES, FOUR_EYES_ALL)
-APPROVALS = ("always", "risky", "never", *MODES)  # every ``approval`` value, for messages
+from oi_kernel.core.approval_modes import BY_NAME, NAMES, SECOND_PERSON
+
+MODES = SECOND_PERSON  # the modes that need a second person (core.approval_modes)
+APPROVALS = NAMES  # every ``approval`` value, for messages
+
+
+def _needs(mode: str) -> str:
+    """Which steps ``mode`` hands to a second person: "every", "high-risk" or ""."""
+    return BY_NAME[mode].second_person if mode in BY_NAME else ""
 
 
 def describe(mode: str) -> str:
     """What a four-eyes mode means, as a sentence after its name ("" for the others)."""
-    if mode == FOUR_EYES:
+    if _needs(mode) == "high-risk":
         return (" Every step asks; a step with a high risk flag must be run by someone other "
                 "than the person who sent the instruction (they may Skip or Stop it).")
-    if mode == FOUR_EYES_ALL:
+    if _needs(mode) == "every":
         return (" Every step must be run by someone other than the person who sent the "
                 "instruction (they may Skip or Stop it).")
     return ""
@@ -31,13 +36,14 @@ def describe(mode: str) -> str:
 
 def required(modes: tuple[str, ...], flags: list[Any]) -> bool:
     """Whether a step with ``flags`` needs a second person under any of ``modes``."""
-    if FOUR_EYES_ALL in modes:
+    needs = {_needs(mode) for mode in modes}
+    if "every" in needs:
         return True
-    return FOUR_EYES in modes and any(getattr(f, "severity", "") == "high" for f in flags)
+    return "high-risk" in needs and any(getattr(f, "severity", "") == "high" for f in flags)
 
 
 def why(mode: str) -> str:
-    return ("every step needs" if mode == FOUR_EYES_ALL
+    return ("every step needs" if _needs(mode) == "every"
             else "this step has a high risk flag, so it needs")
 
 

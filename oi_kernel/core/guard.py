@@ -1,6 +1,6 @@
 """The runtime guard, seen from the engine: which steps run under it, with which limits,
 and what a stop means for the step (the flags its card shows when it is asked about, the
-model's feedback). The guard itself runs where the code runs (``execution/probe_guard.py``);
+model's feedback). The guard itself runs where the code runs (``execution/probe/guard.py``);
 an executor that can guard offers ``arm_guard(settings)`` and ``guard_report()``.
 
 Guarded are the steps nobody was asked about because the review let them through under

@@ -9,41 +9,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from traitlets import Bool, Enum, Float, Integer, List, Unicode, default, observe
+from traitlets import Bool, Enum, Float, Integer, List, Unicode, default, observe, validate
 from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
-from oi_kernel.core import change_ignore
+from oi_kernel.core import approval_modes, change_ignore
 from oi_kernel.core.caps import env_number
 from oi_kernel.errors import OIError
 
 
-class EngineSettings(LoggingConfigurable):
+class EngineSettings(config.Remembered, LoggingConfigurable):
     """What the turn loop may do: approval policy, steps, limits, context, prompt, and what
     change tracking and checkpoints keep."""
 
 
     approval = Enum(
-        ["always", "risky", "never", "four-eyes", "four-eyes-all"],
-        config=True,
-        help="When to ask before running code: 'always' (every block), 'risky' (every block "
-        "that is not known to be safe or that the risk review flags: see Engine.known_safe), "
-        "'never' (run everything: auto-run), 'four-eyes' (every "
-        "block asks, and one with a high risk flag must be run by someone other than the "
-        "person who sent the instruction), 'four-eyes-all' (every block needs that second "
-        "person). Env: OI_APPROVAL; OI_AUTO_RUN=1 means 'never'.",
+        list(approval_modes.NAMES), config=True, help=approval_modes.help_text(),
     ).tag(env="OI_APPROVAL", env_also="OI_AUTO_RUN")
 
     @default("approval")
     def _approval_default(self) -> str:
         help_text = self.traits()["approval"].help
-        choices = ["always", "risky", "never", "four-eyes", "four-eyes-all"]
-        env = config.env_choice(self.trait_metadata("approval", "env"), choices, "",
-                                help=help_text)
+        env = config.env_choice(self.trait_metadata("approval", "env"), approval_modes.NAMES,
+                                "", help=help_text)
         if env:
             return env
         auto_run = config.env_flag(self.trait_metadata("approval", "env_also"), help=help_text)
-        return "never" if auto_run else "always"
+        return approval_modes.AUTO_RUN if auto_run else approval_modes.DEFAULT
 
     max_steps = Integer(
         10,
@@ -70,9 +62,10 @@ class EngineSettings(LoggingConfigurable):
         name = self.trait_metadata("max_instruction_chars", "env")
         return config.env_int(name, 100_000, minimum=1, help=help_text)
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
-        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
-        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    @validate("approval", "max_steps", "max_cost_per_session", "max_tokens_per_session")
+    def _within_policy(self, proposal: Any) -> Any:
+        return config.check_floor(self, proposal["trait"].name, proposal["value"])
 
     @observe("max_steps")
     def _check_max_steps(self, change: dict[str, Any]) -> None:

@@ -176,37 +176,13 @@ class SmallModelPolicy(ModelPolicy):
             emit(DraftsSampled(turn.index, call, {"reply_s": round(reply.latency_s, 3),
                                                   "budget_s": budget}, "skipped"))
             return reply, blocks
-        known = self._known_names()
-        failed = {code_key([s.block]) for s in turn.steps
-                  if s.status != "ok" or prompts.shows_no_result(s.feedback)}
-
-        def problems(found: list[CodeBlock]) -> list[str]:
-            if not found or not _all_python(found):
-                return ["it has no Python code"]
-            fixed = [dataclasses.replace(b, code=checks.close_brackets(b.code) or b.code)
-                     for b in found]
-            listed = self._visible_problems(turn, fixed, known)
-            if any(code_key([b]) in failed for b in fixed):
-                listed.append("it repeats code that already ran in this instruction without "
-                              "a result")
-            return listed
-
+        problems = self._draft_problems(turn)
         tally = Tally(planned=count + 1)
         tally.add(reply.text, blocks, problems(blocks))
         started = time.monotonic()
-        for params in sampling_plan(count):
-            late = time.monotonic() - started > budget
-            if late or tally.settled():
-                break
-            try:
-                text = (await sample(params)).text
-            except LLMError as exc:
-                emit(DraftsSampled(turn.index, call, {"error": str(exc)}, "error"))
-                break
-            found = codeblocks.extract_code_blocks(text)
-            if not found and (bare := dialects.bare_code(text)):
-                found = [bare]
-            tally.add(text, found, problems(found))
+        error = await _draw(tally, sample, count, started + budget, problems)
+        if error:
+            emit(DraftsSampled(turn.index, call, {"error": error}, "error"))
         best = tally.winner()
         emit(DraftsSampled(turn.index, call, {
             "drawn": tally.drawn, "seconds": round(time.monotonic() - started, 3),
@@ -224,6 +200,26 @@ class SmallModelPolicy(ModelPolicy):
         emit(Notice(f"Proposing the code {tally.summary()} agree on (small-model mode), "
                     "not the model's first draft."))
         return dataclasses.replace(reply, text=best.text), best.blocks
+
+    def _draft_problems(self, turn: Turn) -> Callable[[list[CodeBlock]], list[str]]:
+        """What is visibly wrong with a draft's blocks: no Python code, mistakes the checks
+        see (its brackets closed first), code that already failed in this instruction."""
+        known = self._known_names()
+        failed = {code_key([s.block]) for s in turn.steps
+                  if s.status != "ok" or prompts.shows_no_result(s.feedback)}
+
+        def problems(found: list[CodeBlock]) -> list[str]:
+            if not found or not _all_python(found):
+                return ["it has no Python code"]
+            fixed = [dataclasses.replace(b, code=checks.close_brackets(b.code) or b.code)
+                     for b in found]
+            listed = self._visible_problems(turn, fixed, known)
+            if any(code_key([b]) in failed for b in fixed):
+                listed.append("it repeats code that already ran in this instruction without "
+                              "a result")
+            return listed
+
+        return problems
 
     def _known_names(self) -> set[str]:
         """Names the session's earlier code defined (a draft may read them)."""
@@ -275,3 +271,21 @@ def _close_brackets(block: CodeBlock, conversation: Conversation, emit: EventSin
 def policy_for(llm: Model, settings: Any) -> ModelPolicy:
     """The policy for the engine's current model."""
     return SmallModelPolicy(settings) if llm.is_small_model else ModelPolicy(settings)
+
+
+async def _draw(tally: Tally, sample: Sampler, count: int, deadline: float,
+                problems: Callable[[list[CodeBlock]], list[str]]) -> str:
+    """Draw up to ``count`` more drafts into ``tally`` until the choice is settled or the
+    ``deadline`` (``time.monotonic()``) passed; an LLM error's text stops it ("" if none)."""
+    for params in sampling_plan(count):
+        if time.monotonic() > deadline or tally.settled():
+            break
+        try:
+            text = (await sample(params)).text
+        except LLMError as exc:
+            return str(exc)
+        found = codeblocks.extract_code_blocks(text)
+        if not found and (bare := dialects.bare_code(text)):
+            found = [bare]
+        tally.add(text, found, problems(found))
+    return ""

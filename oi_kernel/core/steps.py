@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from oi_kernel.core import changes, four_eyes, guard, identity, prompts
+from oi_kernel.core import approval_modes, changes, four_eyes, guard, identity, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
 from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
@@ -192,7 +192,7 @@ class StepRunner:
             language = normalize_language(block.language)
             flags = review_or_flag(language or block.language, block.code)
             verdict = self.known_safe(language or block.language, block.code)
-            if "risky" in (self.host.approval, self.host.approval_floor):
+            if approval_modes.asks_unsafe(self.host.approval, self.host.approval_floor):
                 named = verdict.flag()
                 flags += [named] if named else []
             sandboxed = self.executor.sandboxed
@@ -487,7 +487,8 @@ def _with_changes(feedback: str, changed: dict[str, Any] | None) -> str:
 
 def _asks(approval: str, request: ApprovalRequest | None) -> bool:
     """Whether ``approval`` asks about ``request`` (None: about a step without flags)."""
-    if approval == "always" or approval in four_eyes.MODES:
+    asks = approval_modes.BY_NAME[approval].asks if approval in approval_modes.BY_NAME else ""
+    if asks == "every":
         return True
-    return approval == "risky" and request is not None and any(
+    return asks == "unsafe" and request is not None and any(
         getattr(f, "category", None) not in RISKY_ADVICE for f in request.flags)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from traitlets import Float, Unicode, default
-from traitlets.config import Configurable
 
 from oi_kernel import config
 from oi_kernel.core import codeblocks
@@ -35,7 +34,7 @@ FIND, CALL = "mcp_find", "mcp_call"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class Tools(Configurable):
+class Tools(config.Remembered):
     """Settings of the tools offered beside code (``c.Tools.*``)."""
 
     mcp_config = Unicode(

@@ -17,19 +17,17 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from traitlets import Bool, Float, Unicode, default
+from traitlets import Bool, Float, Unicode, default, validate
 
 from oi_kernel import config
 from oi_kernel.errors import ChildDiedError, ChildKernelError
+from oi_kernel.execution.exchange import Exchange, InputHandler, IopubHandler
 from oi_kernel.execution.gateway_options import GatewayOptions
-from oi_kernel.execution.wire import PACKED_TYPES, Pending, _loads, next_msg
+from oi_kernel.execution.wire import PACKED_TYPES, Pending, next_msg
 
 HISTORY_BATCH = 20  # cells per write to the child's IPython history.sqlite (see _start)
-IopubHandler = Callable[[dict[str, Any]], None]
-InputHandler = Callable[[str, bool, str], Awaitable[str]]
 
 
 def _runs_locally(km: Any) -> bool:
@@ -46,7 +44,36 @@ def _runs_locally(km: Any) -> bool:
     return km.transport == "ipc" and name == "local-provisioner"
 
 
-class ChildKernel(GatewayOptions):
+def _kernel_manager(ipc: str, spec_kw: dict[str, Any], start_kw: dict[str, Any]) -> Any:
+    """The child's kernel manager, on ipc sockets in ``ipc``; a local child gets an unsigned
+    link and no sleep after each execution (its start options in ``start_kw``)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    km = AsyncKernelManager(
+        **spec_kw,
+        transport="ipc",
+        ip=os.path.join(ipc, "k"),
+        connection_file=os.path.join(ipc, "kernel.json"),
+    )
+    if _runs_locally(km):
+        # An unsigned link: the sockets are ipc files in our private 0700 directory, so
+        # whoever can reach them is our user and can read the key in kernel.json too;
+        # signing would protect nothing. It cost an HMAC of every message on both
+        # sides (18 ms for a 20 MB output; benchmarks/throughput.py). ipykernel
+        # accepts unsigned messages when its key is empty.
+        km.session.key = b""
+        # No sleep after each execution: ipykernel sleeps 0.5 ms before replying in
+        # case late output would otherwise reach a client after the reply. We wait
+        # for the child's idle status instead, which follows all of its output on
+        # the same socket, so the sleep only delayed every cell and step.
+        # IPython's history.sqlite gets the code in batches (HISTORY_BATCH), the rest at
+        # shutdown: a transaction per cell cost the child ~1.5 ms of CPU per cell.
+        start_kw["extra_arguments"] = [
+            "--Kernel._execute_sleep=0", f"--HistoryManager.db_cache_size={HISTORY_BATCH}"]
+    return km
+
+
+class ChildKernel(config.Remembered, Exchange, GatewayOptions):
     """A child kernel that runs the approved code, so variables persist across turns.
 
     This one runs on this machine; ``execution.placement.new_child_kernel`` picks the
@@ -76,9 +103,10 @@ class ChildKernel(GatewayOptions):
         name = self.trait_metadata("startup_timeout", "env")
         return config.env_float(name, 60.0, minimum=0.1, help=help_text)
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
-        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
-        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+    @validate("sandbox")
+    def _within_policy(self, proposal: Any) -> Any:
+        return config.check_floor(self, "sandbox", proposal["value"])
+
     watchdog_interval = Float(
         0.25, config=True, help="Seconds between checks that the child kernel is still alive."
     )
@@ -133,10 +161,6 @@ class ChildKernel(GatewayOptions):
 
     # ----------------------------------------------------------------- lifecycle
     @property
-    def is_running(self) -> bool:
-        return self.kc is not None and not self._dead_reason
-
-    @property
     def where(self) -> str:
         """Where the code runs, in words (``%status``)."""
         return "in a sandbox on this machine" if self.sandbox else "on this machine"
@@ -166,8 +190,6 @@ class ChildKernel(GatewayOptions):
         return restarted
 
     async def _start(self) -> None:
-        from jupyter_client.manager import AsyncKernelManager
-
         self._dead_reason = ""
         self._dir = tempfile.mkdtemp(prefix="oi-")  # 0700; short path for ipc sockets
         ipc = os.path.join(self._dir, "ipc")
@@ -177,28 +199,7 @@ class ChildKernel(GatewayOptions):
         except Exception:
             await self._cleanup()
             raise
-        km = AsyncKernelManager(
-            **spec_kw,
-            transport="ipc",
-            ip=os.path.join(ipc, "k"),
-            connection_file=os.path.join(ipc, "kernel.json"),
-        )
-        self.km = km
-        if _runs_locally(km):
-            # An unsigned link: the sockets are ipc files in our private 0700 directory, so
-            # whoever can reach them is our user and can read the key in kernel.json too;
-            # signing would protect nothing. It cost an HMAC of every message on both
-            # sides (18 ms for a 20 MB output; benchmarks/throughput.py). ipykernel
-            # accepts unsigned messages when its key is empty.
-            km.session.key = b""
-            # No sleep after each execution: ipykernel sleeps 0.5 ms before replying in
-            # case late output would otherwise reach a client after the reply. We wait
-            # for the child's idle status instead, which follows all of its output on
-            # the same socket, so the sleep only delayed every cell and step.
-            # IPython's history.sqlite gets the code in batches (HISTORY_BATCH), the rest at
-            # shutdown: a transaction per cell cost the child ~1.5 ms of CPU per cell.
-            start_kw["extra_arguments"] = [
-                "--Kernel._execute_sleep=0", f"--HistoryManager.db_cache_size={HISTORY_BATCH}"]
+        self.km = km = _kernel_manager(ipc, spec_kw, start_kw)
         spec = self._spec
         try:
             await km.start_kernel(cwd=self.cwd or os.getcwd(), **start_kw)
@@ -303,121 +304,10 @@ class ChildKernel(GatewayOptions):
             with contextlib.suppress(Exception):
                 await self.km.interrupt_kernel()
 
-    # ----------------------------------------------------------------- requests
-    def send(
-        self,
-        msg_type: str,
-        content: dict[str, Any],
-        msg_id: str | None = None,
-        *,
-        metadata: dict[str, Any] | None = None,
-        buffers: list[Any] | None = None,
-        channel: str = "shell",
-    ) -> str:
-        """Send a message to the child without waiting; returns its msg_id."""
-        if self.kc is None:
-            raise ChildDiedError("The child kernel is not running.")
-        session = self.kc.session
-        msg = session.msg(msg_type, content, metadata=metadata)
-        if msg_id:
-            msg["header"]["msg_id"] = msg_id
-            msg["msg_id"] = msg_id
-        sock = self.kc.control_channel if channel == "control" else self.kc.shell_channel
-        session.send(sock.socket, msg, buffers=buffers)
-        return msg["header"]["msg_id"]
-
-    def submit(
-        self,
-        msg_type: str,
-        content: dict[str, Any],
-        msg_id: str | None = None,
-        *,
-        wait_idle: bool = False,
-    ) -> asyncio.Future[dict[str, Any]]:
-        """Send a shell request now; the future resolves with the reply's content (for
-        executions once all output has arrived) or fails with ``ChildDiedError``."""
-        if not self.is_running:
-            raise ChildDiedError(self._dead_reason or "The child kernel is not running.")
-        pending = Pending(asyncio.get_running_loop(), wait_idle)
-        mid = msg_id or self.kc.session.msg_id
-        self._pending[mid] = pending
-
-        def forget(_: Any) -> None:
-            if self._pending.get(mid) is pending:
-                del self._pending[mid]
-
-        pending.done.add_done_callback(forget)
-        try:
-            self.send(msg_type, content, mid)
-        except BaseException as exc:
-            pending.fail(exc)
-            raise
-        return pending.done
-
-    async def request(
-        self,
-        msg_type: str,
-        content: dict[str, Any],
-        msg_id: str | None = None,
-        *,
-        wait_idle: bool = False,
-        timeout: float | None = None,
-    ) -> dict[str, Any]:
-        """Send a shell request and wait for its reply (and idle, for executions)."""
-        done = self.submit(msg_type, content, msg_id, wait_idle=wait_idle)
-        return await asyncio.wait_for(done, timeout)
-
-    def submit_execute(
-        self,
-        code: str,
-        msg_id: str | None = None,
-        *,
-        allow_stdin: bool = False,
-        silent: bool = False,
-        store_history: bool = True,
-        user_expressions: dict[str, str] | None = None,
-    ) -> asyncio.Future[dict[str, Any]]:
-        """Send ``code`` for execution now; see ``submit``."""
-        content = {
-            "code": code,
-            "silent": silent,
-            "store_history": store_history,
-            "user_expressions": user_expressions or {},
-            "allow_stdin": allow_stdin,
-            "stop_on_error": False,
-        }
-        return self.submit("execute_request", content, msg_id, wait_idle=not silent)
-
-    async def execute(
-        self,
-        code: str,
-        msg_id: str | None = None,
-        *,
-        allow_stdin: bool = False,
-        silent: bool = False,
-        store_history: bool = True,
-        user_expressions: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """Run ``code``; returns the execute_reply content once all output has arrived."""
-        return await self.submit_execute(
-            code,
-            msg_id,
-            allow_stdin=allow_stdin,
-            silent=silent,
-            store_history=store_history,
-            user_expressions=user_expressions,
-        )
-
-    @staticmethod
-    def unpack(content: Any) -> dict[str, Any]:
-        """The content of a message the pump left packed (``PACKED_TYPES``): JSON as
-        bytes or in a ``zmq.Frame``."""
-        return content if isinstance(content, dict) else _loads(content)
-
     # ----------------------------------------------------------------- pumps
-    # Each reader only reads; what a message means is decided by ``_iopub``, ``_reply`` and
-    # ``_input_value``, which a transport with one stream of messages (the gateway's
-    # websocket, ``execution.gateway``) calls the same way.
+    # Each reader only reads; what a message means is decided by ``Exchange``'s ``_iopub``,
+    # ``_reply`` and ``_input_value``, which a transport with one stream of messages (the
+    # gateway's websocket, ``execution.gateway``) calls the same way.
     async def _read_iopub(self) -> None:
         channel = self.kc.iopub_channel
         while True:
@@ -438,41 +328,6 @@ class ChildKernel(GatewayOptions):
             if self.kc is not None:
                 self.kc.input(value)
 
-    def _iopub(self, msg: dict[str, Any]) -> None:
-        """An iopub message: idle completes its request; output goes to ``on_iopub``."""
-        msg_type = msg["header"]["msg_type"]
-        if msg_type == "status":
-            if msg["content"]["execution_state"] == "idle":
-                pending = self._pending.get(msg["parent_header"].get("msg_id"))
-                if pending is not None:
-                    pending.got_idle()
-            return
-        if msg_type == "execute_input":
-            return
-        try:
-            self.on_iopub(msg)
-        except Exception:
-            self.log.exception("error forwarding a child iopub message")
-
-    def _reply(self, msg: dict[str, Any]) -> None:
-        pending = self._pending.get(msg["parent_header"].get("msg_id"))
-        if pending is not None:
-            pending.got_reply(msg["content"])
-
-    async def _input_value(self, msg: dict[str, Any]) -> str:
-        """The answer to the child's ``input_request`` (asked through ``on_input``)."""
-        content = msg["content"]
-        try:
-            if self.on_input is not None:
-                return await self.on_input(
-                    content.get("prompt", ""),
-                    bool(content.get("password")),
-                    msg["parent_header"].get("msg_id", ""),
-                )
-        except Exception:
-            self.log.exception("input request failed")
-        return ""
-
     async def _watchdog(self) -> None:
         while True:
             await asyncio.sleep(self.watchdog_interval)
@@ -490,11 +345,3 @@ class ChildKernel(GatewayOptions):
                 )
                 return
 
-    def _died(self, reason: str) -> None:
-        """The child is gone: every waiting request fails with ``reason``."""
-        self._dead_reason = reason
-        self._fail_pending(ChildDiedError(reason))
-
-    def _fail_pending(self, error: BaseException) -> None:
-        for pending in list(self._pending.values()):
-            pending.fail(error)

@@ -4,7 +4,7 @@ The child is always started by jupyter_client from a kernelspec. When it is sand
 memory-capped, ``write_child_spec`` derives one from the configured kernelspec (``python3``
 by default) in the child's private directory::
 
-    sandboxed:  bwrap <sandbox_root> -- python .../confine.py [--memory N] --probe-socket P
+    sandboxed:  bwrap <sandbox_root> -- python .../confine.py [--memory N] --canary-socket P
                     --report R -- -f {connection_file}
     capped:     python -m oi_kernel.execution.limits --memory N -- python -m ipykernel_launcher ...
 
@@ -12,7 +12,7 @@ The private directory (0700, short: unix socket paths are limited to ~107 bytes)
 
     oi-XXXX/ipc/     the connection file and the child's sockets; the only part the child sees
     oi-XXXX/spec/    the derived kernelspec, the empty file bound over hidden files
-    oi-XXXX/probe/   a listening socket the sandboxed child must fail to reach (bound in
+    oi-XXXX/canary/  a listening socket the sandboxed child must fail to reach (bound in
                      read-write, like a write grant: the start-up check of the protections)
     oi-XXXX/pinned/  hard links to the child's sockets, which the wrapper connects through
 
@@ -57,7 +57,7 @@ class ChildSpec:
     spec_root: str
     ipc_dir: str
     sandboxed: bool = False
-    probe: socket.socket | None = None
+    canary: socket.socket | None = None
     report: str = ""
     grants: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     notes: list[str] = field(default_factory=list)
@@ -92,10 +92,10 @@ class ChildSpec:
 
     def verify(self) -> None:
         """After the child answered: the planted socket must not have been reached."""
-        if self.probe is None:
+        if self.canary is None:
             return
         try:
-            connection, _ = self.probe.accept()
+            connection, _ = self.canary.accept()
         except BlockingIOError:
             return
         connection.close()
@@ -110,9 +110,9 @@ class ChildSpec:
         )
 
     def close(self) -> None:
-        if self.probe is not None:
-            self.probe.close()
-            self.probe = None
+        if self.canary is not None:
+            self.canary.close()
+            self.canary = None
 
 
 def resolve_python(argv: Sequence[str]) -> list[str]:
@@ -218,9 +218,9 @@ def _sandboxed_argv(spec: ChildSpec, bwrap: str, argv: list[str], kernel_name: s
     spec.grants = grants.resolved(home, workspace)
     read, write = spec.grants
     private = os.path.dirname(spec.ipc_dir)
-    probe_dir = os.path.join(private, "probe")
-    os.makedirs(probe_dir, mode=0o700, exist_ok=True)
-    spec.probe = _listen(os.path.join(probe_dir, "s"))
+    canary_dir = os.path.join(private, "canary")
+    os.makedirs(canary_dir, mode=0o700, exist_ok=True)
+    spec.canary = _listen(os.path.join(canary_dir, "s"))
     spec.report = os.path.join(spec.ipc_dir, "refused.txt")
     empty, empty_dir = Path(spec.spec_root, "empty"), Path(spec.spec_root, "empty.d")
     empty.write_bytes(b"")
@@ -237,7 +237,7 @@ def _sandboxed_argv(spec: ChildSpec, bwrap: str, argv: list[str], kernel_name: s
         workspace=workspace, ipc_dir=spec.ipc_dir, home=home, empty_file=str(empty),
         empty_dir=str(empty_dir),
         launcher=launcher, python_dirs=sandbox_root.python_dirs(python, resource_dir, home),
-        read_paths=read, write_paths=(*write, probe_dir),
+        read_paths=read, write_paths=(*write, canary_dir),
         protected=(*protected, jupyter_runtime_dir()),
         own_install=sandbox_root.own_install_dirs(),
         as_pid_1=confine.landlock_abi() == 0, disable_userns=bwrap_version(bwrap) >= (0, 8),
@@ -245,7 +245,7 @@ def _sandboxed_argv(spec: ChildSpec, bwrap: str, argv: list[str], kernel_name: s
     if layout.as_pid_1:
         spec.notes.append("no Landlock on this kernel: the sandboxed kernel runs as pid 1")
     options = ["--memory", str(memory)] if memory else []
-    options += ["--probe-socket", spec.probe.getsockname(), "--report", spec.report]
+    options += ["--canary-socket", spec.canary.getsockname(), "--report", spec.report]
     spec.sandboxed = True
     return [*sandbox_root.bwrap_argv(bwrap, layout), python, launcher, *options, "--",
             *argv[3:]]

@@ -4,7 +4,7 @@ The sandboxed kernelspec runs this file with the child's own interpreter, in pla
 ``-m ipykernel_launcher`` (that interpreter may not have oi_kernel installed, so the file is
 stdlib only and runs as a script; bubblewrap binds it read-only)::
 
-    python .../confine.py [--memory BYTES] [--probe-socket PATH] [--report PATH] -- \\
+    python .../confine.py [--memory BYTES] [--canary-socket PATH] [--report PATH] -- \\
         -f {connection_file} [ipykernel arguments...]
 
 Order of events; each step fails closed (the process exits with ``EXIT_REFUSED`` and says
@@ -29,7 +29,7 @@ why on its original stderr and in the ``--report`` file instead of running uncon
    answers ENOSYS so the C library falls back to clone, whose flags can be checked);
    any foreign architecture's system calls (i386 ``int 0x80``, x32, AArch32: ENOSYS).
 5. Self-tests, before any user code: ``socket(AF_UNIX)`` now fails on every thread's
-   filter; a unix socket the wrapper planted in a bound directory (``--probe-socket``)
+   filter; a unix socket the wrapper planted in a bound directory (``--canary-socket``)
    cannot be connected to; bwrap's pid 1 cannot be opened through ``/proc/1/mem``.
 6. ``IPKernelApp.start()``.
 
@@ -250,7 +250,7 @@ def enter_landlock() -> int:
 
 
 # ------------------------------------------------------------------ self-tests
-def check_confined(probe_socket: str = "") -> str:
+def check_confined(canary_socket: str = "") -> str:
     """Why the protections are not in force in this process ("" when they are)."""
     import socket
 
@@ -267,16 +267,16 @@ def check_confined(probe_socket: str = "") -> str:
             continue  # the thread ended
         if mode != ["2"]:
             return f"thread {task} has no seccomp filter (Seccomp: {mode})"
-    if probe_socket:
+    if canary_socket:
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
                 client.settimeout(2)
-                client.connect(probe_socket)
-            return f"a unix socket planted outside the child ({probe_socket}) accepted connect()"
+                client.connect(canary_socket)
+            return f"a unix socket planted outside the child ({canary_socket}) accepted connect()"
         except PermissionError:
             pass
         except OSError as exc:
-            return f"connect() to the planted socket {probe_socket} failed the wrong way: {exc}"
+            return f"connect() to the planted socket {canary_socket} failed the wrong way: {exc}"
     if os.getpid() != 1:  # bwrap's pid 1 has no filter: it must be out of reach
         try:
             open("/proc/1/mem", "rb").close()
@@ -311,17 +311,17 @@ def _explain_refused_sockets() -> None:
 # ------------------------------------------------------------------ the launcher
 class _Options:
     def __init__(self, argv: Sequence[str]) -> None:
-        self.memory, self.probe_socket, self.report = 0, "", ""
+        self.memory, self.canary_socket, self.report = 0, "", ""
         args = list(argv)
         while args and args[0] != "--":
             flag = args.pop(0)
-            if flag not in ("--memory", "--probe-socket", "--report") or not args:
+            if flag not in ("--memory", "--canary-socket", "--report") or not args:
                 raise SystemExit(f"confine.py: bad option {flag!r} (see the module docstring)")
             value = args.pop(0)
             if flag == "--memory":
                 self.memory = int(value)
-            elif flag == "--probe-socket":
-                self.probe_socket = value
+            elif flag == "--canary-socket":
+                self.canary_socket = value
             else:
                 self.report = value
         self.kernel_argv = args[1:]
@@ -401,7 +401,7 @@ class _Launcher:
             install_seccomp()
         except OSError as exc:
             self.refuse(str(exc))
-        problem = check_confined(self.options.probe_socket)
+        problem = check_confined(self.options.canary_socket)
         if problem:
             self.refuse(problem)
         _explain_refused_sockets()

@@ -50,7 +50,7 @@ class GatewayOptions(LoggingConfigurable):
         problem = url_problem(value)
         if problem:
             raise TraitError(problem)
-        return value.rstrip("/")
+        return config.check_floor(self, "gateway_url", value.rstrip("/"))
 
     gateway_token = Unicode(
         config=True,

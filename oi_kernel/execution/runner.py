@@ -30,7 +30,7 @@ from oi_kernel.core.types import CodeBlock
 from oi_kernel.errors import ChildDiedError, ChildKernelError
 from oi_kernel.execution.child import ChildKernel
 from oi_kernel.execution.limits import parse_size
-from oi_kernel.execution.probe_loader import BOOT
+from oi_kernel.execution.probe import BOOT
 from oi_kernel.languages import as_ipython_cell
 
 STOP_GRACE_S = 3.0
@@ -126,7 +126,7 @@ class ChildRunner:
         self._carry_end, self._ended = dict(kwargs), None
 
     async def arm_guard(self, settings: dict[str, Any]) -> None:
-        """Run the next block under the runtime guard (``probe_guard``): one probe call,
+        """Run the next block under the runtime guard (``probe/guard.py``): one probe call,
         which arms IPython's ``pre_run_cell``; the report comes back with that block's
         reply when it succeeded (``guard_report``). ``settings["memory"]``: a size ("2G")."""
         try:

@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from traitlets import List, Unicode, default
+from traitlets import List, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
@@ -80,7 +80,7 @@ def _env_paths(name: str) -> list[str]:
     return [p for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
 
 
-class Sandbox(LoggingConfigurable):
+class Sandbox(config.Remembered, LoggingConfigurable):
     """What the sandboxed child may see besides the workspace: explicit grants."""
 
     read_paths = List(
@@ -107,9 +107,10 @@ class Sandbox(LoggingConfigurable):
     def _write_default(self) -> list[str]:
         return _env_paths(self.trait_metadata("write_paths", "env"))
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
-        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
-        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    @validate("read_paths", "write_paths")
+    def _within_policy(self, proposal: Any) -> Any:
+        return config.check_floor(self, proposal["trait"].name, proposal["value"])
 
     def resolved(self, home: str | None = None, cwd: str | None = None
                  ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -144,7 +145,7 @@ class Sandbox(LoggingConfigurable):
 
 # ------------------------------------------------------------------ availability
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
-_PROBE_FLAGS = ("--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
+_CHECK_FLAGS = ("--unshare-user", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
                 "--proc", "/proc", "--unshare-net", "--unshare-pid", "--die-with-parent")
 
 
@@ -160,7 +161,7 @@ def bwrap_version(bwrap: str) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=4)
-def probe(bwrap: str = "bwrap") -> str:
+def unavailable(bwrap: str = "bwrap") -> str:
     """An empty string when the sandbox can work here, else what is missing.
 
     Checked once per process (cached): bubblewrap runs and can create its namespaces
@@ -174,7 +175,7 @@ def probe(bwrap: str = "bwrap") -> str:
         )
     try:
         done = subprocess.run(
-            [path, *_PROBE_FLAGS, "true"], capture_output=True, text=True, timeout=20
+            [path, *_CHECK_FLAGS, "true"], capture_output=True, text=True, timeout=20
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap ({path}) could not be run: {exc}."
@@ -197,7 +198,7 @@ def probe(bwrap: str = "bwrap") -> str:
 
 def require_bwrap(bwrap: str = "bwrap") -> str:
     """The path of a working bwrap, or a SandboxError naming what is missing."""
-    problem = probe(bwrap)
+    problem = unavailable(bwrap)
     if problem:
         raise SandboxError(
             "The sandbox was requested (OI_SANDBOX=1 / c.ChildKernel.sandbox / %sandbox on) but "

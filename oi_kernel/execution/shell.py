@@ -280,12 +280,12 @@ class ShellExecutor:
 
     async def probe(self, name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Call the change/checkpoint probe here, in the user's own process."""
-        from oi_kernel.execution.probe_loader import local_probe
+        from oi_kernel.execution.probe import local_probe
 
         return json.loads(local_probe().call(name, *args, **kwargs))
 
     async def arm_guard(self, settings: dict[str, Any]) -> None:
-        """Run the next block under the runtime guard (``probe_guard``), here in the user's
+        """Run the next block under the runtime guard (``probe/guard.py``), here in the user's
         own process as in a child kernel."""
         from oi_kernel.execution.limits import parse_size
 

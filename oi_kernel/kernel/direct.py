@@ -99,7 +99,7 @@ class DirectCells:
         else:
             result = await self.oi.runner.finish(run, collect=False)
             self._last_payload = self.oi.runner.last_payload
-        _ = self.oi.log  # opened now: a log that cannot be opened fails this cell
+        self.oi.open_log()  # opened now: a log that cannot be opened fails this cell
         duration = round(time.monotonic() - started, 4)
         self._log_later(lambda: DirectRun(
             kind, code, result.status, run.collector.outputs if run is not None else [],

@@ -19,21 +19,13 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Enum, Float, Integer, Unicode, default
-from traitlets.config import Configurable
+from traitlets import Enum, Float, Integer, Unicode, default, validate
 
 from oi_kernel import config
 from oi_kernel.core.types import Reply
 from oi_kernel.errors import (
-    LLMAuthError,
-    LLMConnectionError,
-    LLMError,
-    LLMRateLimitError,
-    LLMStreamCutError,
-    LLMTimeoutError,
     LLMToolsUnsupportedError,
     NotConfiguredError,
 )
@@ -42,13 +34,12 @@ from oi_kernel.llm import local as local_model
 from oi_kernel.llm.stream import CallbackError, Stream
 
 if TYPE_CHECKING:  # both are imported where used: not needed before a kernel's first cell
-    from oi_kernel.llm import model_info
-    from oi_kernel.llm.failures import Failure
+    pass
 
 PLACEHOLDER_KEY = "no-key-needed"
 
 
-class LLM(Configurable):
+class LLM(config.Remembered):
     """Talks to the configured model through litellm."""
 
     model = Unicode(
@@ -143,9 +134,10 @@ class LLM(Configurable):
         return config.env_choice(self.trait_metadata("small_model", "env"), ["auto", "on", "off"],
                                  "auto", help=help_text)
 
-    def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
-        """A bad value in the config is reported and ignored (see oi_kernel.config)."""
-        config.load_config_tolerantly(self, super()._load_config, cfg, section_names, traits)
+
+    @validate("model")
+    def _within_policy(self, proposal: Any) -> Any:
+        return config.check_floor(self, "model", proposal["value"])
 
     # -- cheap questions (no litellm import)
 
@@ -201,7 +193,7 @@ class LLM(Configurable):
             return False, "off (c.LLM.small_model / OI_SMALL_MODEL)"
         if self.is_embedded:
             return True, "auto: the embedded model (SmolLM2-135M)"
-        size = self.model_size()
+        size = providers.model_size(self.model, self.api_base)
         if size is None:
             return False, ("auto: the model's size is not known from its name or server, so it "
                            "is treated as a capable model (OI_SMALL_MODEL=on for a small one)")
@@ -209,50 +201,13 @@ class LLM(Configurable):
             return True, f"auto: {size.describe()}, up to ~8B counts as small"
         return False, f"auto: {size.describe()}, more than ~8B"
 
-    def model_size(self) -> model_info.Size | None:
-        """The model's size as far as it is known: its name (a size in it), its server (once
-        ``prepare()`` asked), or the size its bare name has by default."""
-        from oi_kernel.llm import model_info
-
-        by_name = model_info.size_from_name(self.model)
-        if by_name is not None and by_name.source == "name":
-            return by_name
-        info = self._server_info()
-        if info is not None and info.size is not None:
-            return info.size
-        return by_name
-
-    def _probe_key(self) -> tuple[str, str, str]:
-        model = self.model.strip()
-        provider = providers.provider_of(model)
-        if not provider and self.api_base:
-            provider = "openai"
-        name = model.split("/", 1)[1] if "/" in model and provider else model
-        return provider, name, self.api_base
-
-    def _server_info(self) -> model_info.ServerInfo | None:
-        from oi_kernel.llm import model_info
-
-        return model_info.cached(*self._probe_key())
-
-    def _worth_probing(self) -> bool:
-        """Ask the server about the model (context, tools, size): Ollama (litellm would ask
-        it anyway) and any server at an explicit api_base; hosted providers never."""
-        from oi_kernel.llm import model_info
-
-        provider, _, _ = self._probe_key()
-        if self.is_embedded or model_info.was_probed(*self._probe_key()):
-            return False
-        return provider in model_info.OLLAMA_PROVIDERS or (
-            bool(self.api_base) and provider == "openai")
-
     async def learn_about_model(self) -> None:
         """Ask the model's server what the name does not say (once per server and model;
         a short timeout; off the event loop)."""
-        if self.model.strip() and self._worth_probing():
+        if self.model.strip() and providers.worth_asking(self.model, self.api_base, self.is_embedded):
             from oi_kernel.llm import model_info
 
-            await asyncio.to_thread(model_info.probe, *self._probe_key())
+            await asyncio.to_thread(model_info.ask_server, *providers.server_key(self.model, self.api_base))
 
     def secrets(self) -> list[str]:
         """Key values to mask in anything shown or logged: api_key and every *_API_KEY."""
@@ -284,7 +239,7 @@ class LLM(Configurable):
             return self.tool_mode == "tools"
         if self.is_small_model:  # the worked examples and the short prompt are fenced code
             return False
-        info = self._server_info()
+        info = providers.server_info(self.model, self.api_base)
         if info is not None and info.tools is not None:  # the server said (Ollama)
             return info.tools
         model = self.resolved_model()
@@ -308,7 +263,7 @@ class LLM(Configurable):
         await self.learn_about_model()
         model = self.resolved_model() if self.model.strip() else ""
         if providers.is_ollama(model):
-            providers.register_ollama(litellm, model, self._server_info())
+            providers.register_ollama(litellm, model, providers.server_info(self.model, self.api_base))
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` with litellm's bundled cl100k encoding (offline; approximate
@@ -319,7 +274,7 @@ class LLM(Configurable):
         """The model's input limit according to litellm's (local) model map, if known."""
         if self.is_embedded:
             return local_model.get_model(self).n_ctx
-        info = self._server_info()
+        info = providers.server_info(self.model, self.api_base)
         if info is not None and info.context:
             return info.context
         try:
@@ -355,7 +310,7 @@ class LLM(Configurable):
         """Send ``messages`` and stream the answer; see the module docstring. ``sampling``
         overrides request parameters for this call (e.g. ``temperature`` and ``seed``);
         ``on_reasoning`` gets the model's reasoning as it streams (``on_text`` never does)."""
-        from oi_kernel.llm.failures import classify, tools_rejected
+        from oi_kernel.llm.failures import classify, final_error, tools_rejected
 
         self.check_configured()
         if hosted := await remote.stream(self, messages, tools, sampling,
@@ -383,22 +338,19 @@ class LLM(Configurable):
                     attempt -= 1  # a server that takes no repeat_penalty: ask again without it
                     continue
                 if tools and not stream.started and (said := tools_rejected(exc)):
-                    self._remember_no_tools(said)
+                    self._no_tools[(self.model, self.api_base)] = said
                     raise LLMToolsUnsupportedError(
                         f"The server does not take tools for {self.model!r}: {said}") from exc
                 failure = classify(litellm, exc)
                 delay = None if stream.started else failure.retry_delay(attempt)
                 if delay is None or attempt == attempts:
-                    raise self._error(litellm, failure, stream, attempt) from exc
+                    raise final_error(self, litellm, failure, stream, attempt) from exc
                 if on_retry is not None:
                     on_retry(
                         f"{failure.label}; retrying in {delay:.1f} s (attempt {attempt + 1} of {attempts})"
                     )
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
-
-    def _remember_no_tools(self, said: str) -> None:
-        self._no_tools[(self.model, self.api_base)] = said
 
     def _request_kwargs(self, model: str, messages: list[dict], tools: list[dict] | None) -> dict:
         kwargs: dict[str, Any] = {
@@ -426,75 +378,3 @@ class LLM(Configurable):
             kwargs["api_key"] = PLACEHOLDER_KEY
         return kwargs
 
-    def _error(
-        self, litellm: ModuleType, failure: Failure, stream: Stream, attempts: int
-    ) -> LLMError:
-        """The user-facing error for a final failure."""
-        from oi_kernel.llm.failures import local_server_hint
-        partial = stream.text
-        where = self.api_base or "the provider's default URL"
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        if failure.kind == "timeout" and stream.started:
-            return LLMTimeoutError(
-                f"The model's reply stalled: nothing more arrived for {self.request_timeout:g} s "
-                f"({where}). What arrived is kept; ask again to continue, or raise the limit "
-                "with `c.LLM.request_timeout = 300` in the kernel's config.",
-                partial,
-            )
-        if failure.kind == "timeout":
-            return LLMTimeoutError(
-                f"The model did not answer within {self.request_timeout:g} s ({where}).\n"
-                "Try again, or raise the limit with `c.LLM.request_timeout = 300` in the "
-                "kernel's config.",
-                partial,
-            )
-        if stream.started or failure.kind == "cut":
-            return LLMStreamCutError(
-                f"The model's reply stopped halfway ({failure.detail}). What arrived is kept; "
-                "ask again to continue.",
-                partial,
-            )
-        if failure.kind == "auth":
-            return LLMAuthError(self._auth_message(litellm, failure), partial)
-        if failure.kind == "connection":
-            return LLMConnectionError(
-                f"Could not connect to {where}{tries}: {failure.detail}.\n"
-                "Check that the server is running and the address is right: set OI_API_BASE "
-                "before starting Jupyter, or `c.LLM.api_base` in the kernel's config."
-                + local_server_hint(self.api_base), partial)
-        if failure.kind == "rate_limit":
-            return LLMRateLimitError(
-                f"The provider kept rate-limiting requests (HTTP 429){tries}: {failure.detail}\n"
-                "Wait a minute and try again, or check your plan's limits.",
-                partial,
-            )
-        if failure.kind == "server":
-            return LLMError(
-                f"The provider had a server error (HTTP {failure.status}){tries}: "
-                f"{failure.detail}\nTry again later.",
-                partial,
-            )
-        if failure.kind == "model":
-            return LLMError(
-                f"Model {self.model!r} is unknown here: {failure.detail}\n"
-                "Model names are litellm's (https://docs.litellm.ai/docs/providers), "
-                "e.g. gpt-4o-mini or ollama_chat/qwen2.5-coder:1.5b; `%model NAME` or OI_MODEL.",
-                partial,
-            )
-        status = f" (HTTP {failure.status})" if failure.status else ""
-        return LLMError(
-            f"The request to model {self.model!r} failed{status}: {failure.detail}", partial
-        )
-
-    def _auth_message(self, litellm: ModuleType, failure: Failure) -> str:
-        from oi_kernel.llm.failures import key_variables
-
-        variables = " or ".join(key_variables(litellm, self.resolved_model())) or "OPENAI_API_KEY"
-        how = f"set OI_API_KEY, or the provider's own variable {variables}, before starting Jupyter"
-        if failure.status is None:
-            return f"No API key was found for model {self.model!r} ({failure.detail}).\nTo fix it, {how}."
-        source = "OI_API_KEY (or c.LLM.api_key)" if self.api_key else variables
-        return (
-            f"The provider rejected the API key (HTTP {failure.status}): {failure.detail}\n"
-            f"Check the key in {source}; to change it, {how}."
-        )

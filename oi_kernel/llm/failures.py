@@ -1,5 +1,6 @@
 """What went wrong with a request, reduced to what retrying and the user's message need:
-litellm, openai, httpx and aiohttp exceptions classified without importing most of them."""
+litellm, openai, httpx and aiohttp exceptions classified without importing most of them, and
+the final error the user sees (``final_error``: what happened and what to change)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,17 @@ import socket
 import time
 from collections.abc import Iterator
 from types import ModuleType
+from typing import Any
 
-from oi_kernel.llm.stream import StreamEndedEarly
+from oi_kernel.errors import (
+    LLMAuthError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimitError,
+    LLMStreamCutError,
+    LLMTimeoutError,
+)
+from oi_kernel.llm.stream import Stream, StreamEndedEarly
 
 RETRY_BASE_S = 0.5
 RETRY_CAP_S = 30.0
@@ -239,3 +249,74 @@ def local_server_hint(api_base: str) -> str:
         return ""
     return ("\nIt is on this machine: for a GGUF model start it again with `oi-kernel "
             "serve-local` (it prints the OI_API_BASE to use); for Ollama with `ollama serve`.")
+
+
+def final_error(llm: Any, litellm: ModuleType, failure: Failure, stream: Stream,
+                attempts: int) -> LLMError:
+    """The user-facing error for ``llm``'s final failure (an ``LLM``: its model, address,
+    key and timeout name what to change), keeping what streamed."""
+    partial = stream.text
+    where = llm.api_base or "the provider's default URL"
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if failure.kind == "timeout" and stream.started:
+        return LLMTimeoutError(
+            f"The model's reply stalled: nothing more arrived for {llm.request_timeout:g} s "
+            f"({where}). What arrived is kept; ask again to continue, or raise the limit "
+            "with `c.LLM.request_timeout = 300` in the kernel's config.",
+            partial,
+        )
+    if failure.kind == "timeout":
+        return LLMTimeoutError(
+            f"The model did not answer within {llm.request_timeout:g} s ({where}).\n"
+            "Try again, or raise the limit with `c.LLM.request_timeout = 300` in the "
+            "kernel's config.",
+            partial,
+        )
+    if stream.started or failure.kind == "cut":
+        return LLMStreamCutError(
+            f"The model's reply stopped halfway ({failure.detail}). What arrived is kept; "
+            "ask again to continue.",
+            partial,
+        )
+    if failure.kind == "auth":
+        return LLMAuthError(_auth_message(llm, litellm, failure), partial)
+    if failure.kind == "connection":
+        return LLMConnectionError(
+            f"Could not connect to {where}{tries}: {failure.detail}.\n"
+            "Check that the server is running and the address is right: set OI_API_BASE "
+            "before starting Jupyter, or `c.LLM.api_base` in the kernel's config."
+            + local_server_hint(llm.api_base), partial)
+    if failure.kind == "rate_limit":
+        return LLMRateLimitError(
+            f"The provider kept rate-limiting requests (HTTP 429){tries}: {failure.detail}\n"
+            "Wait a minute and try again, or check your plan's limits.",
+            partial,
+        )
+    if failure.kind == "server":
+        return LLMError(
+            f"The provider had a server error (HTTP {failure.status}){tries}: "
+            f"{failure.detail}\nTry again later.",
+            partial,
+        )
+    if failure.kind == "model":
+        return LLMError(
+            f"Model {llm.model!r} is unknown here: {failure.detail}\n"
+            "Model names are litellm's (https://docs.litellm.ai/docs/providers), "
+            "e.g. gpt-4o-mini or ollama_chat/qwen2.5-coder:1.5b; `%model NAME` or OI_MODEL.",
+            partial,
+        )
+    status = f" (HTTP {failure.status})" if failure.status else ""
+    return LLMError(
+        f"The request to model {llm.model!r} failed{status}: {failure.detail}", partial
+    )
+
+def _auth_message(llm: Any, litellm: ModuleType, failure: Failure) -> str:
+    variables = " or ".join(key_variables(litellm, llm.resolved_model())) or "OPENAI_API_KEY"
+    how = f"set OI_API_KEY, or the provider's own variable {variables}, before starting Jupyter"
+    if failure.status is None:
+        return f"No API key was found for model {llm.model!r} ({failure.detail}).\nTo fix it, {how}."
+    source = "OI_API_KEY (or c.LLM.api_key)" if llm.api_key else variables
+    return (
+        f"The provider rejected the API key (HTTP {failure.status}): {failure.detail}\n"
+        f"Check the key in {source}; to change it, {how}."
+    )

@@ -15,7 +15,7 @@ Sources, cheapest first:
    ``max_model_len``; llama-cpp-python's server names the model by its file, whose name
    usually carries the size, and is known by its listing: it ignores ``tools``).
 
-``probe`` does the asking and is only ever called off the event loop, from
+``ask_server`` does the asking and is only ever called off the event loop, from
 ``LLM.prepare()`` (before a turn's first request) or ``%model``, never on the kernel's
 start-up path. Nothing here imports litellm.
 """
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SMALL_LIMIT_B = 8.5  # "up to ~8B": Llama 3.1 8B has 8.03e9 parameters
-PROBE_TIMEOUT_S = 1.5
+ASK_TIMEOUT_S = 1.5
 OLLAMA_PROVIDERS = ("ollama", "ollama_chat")
 
 _SIZE_RE = re.compile(
@@ -136,17 +136,17 @@ _lock = threading.Lock()
 
 
 def cached(provider: str, name: str, api_base: str) -> ServerInfo | None:
-    """What ``probe`` found before (None when it was never asked or learnt nothing)."""
+    """What ``ask_server`` found before (None when it was never asked or learnt nothing)."""
     with _lock:
         return _cache.get((provider, name, api_base.rstrip("/")))
 
 
-def was_probed(provider: str, name: str, api_base: str) -> bool:
+def was_asked(provider: str, name: str, api_base: str) -> bool:
     with _lock:
         return (provider, name, api_base.rstrip("/")) in _cache
 
 
-def probe(provider: str, name: str, api_base: str, timeout: float = PROBE_TIMEOUT_S
+def ask_server(provider: str, name: str, api_base: str, timeout: float = ASK_TIMEOUT_S
           ) -> ServerInfo | None:
     """Ask the server about model ``name`` once (blocking; call it off the event loop).
     ``provider`` is litellm's ("ollama_chat", "openai", ...); Ollama's default address

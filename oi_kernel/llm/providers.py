@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 FREE_CACHE = {"cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0}
 
 if TYPE_CHECKING:  # model_info (urllib.request) is imported where used: not at start-up
-    from oi_kernel.llm.model_info import ServerInfo
+    from oi_kernel.llm.model_info import ServerInfo, Size
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -122,3 +122,48 @@ def drop_rejected_sampling(kwargs: dict[str, Any], exc: BaseException) -> bool:
     if extra:
         kwargs["extra_body"] = extra
     return True
+
+
+# ----------------------------------------------------------------------------- the model's server
+
+
+def server_key(model: str, api_base: str) -> tuple[str, str, str]:
+    """(provider, name, api_base): what ``model_info`` asks a server about and caches under."""
+    model = model.strip()
+    provider = provider_of(model)
+    if not provider and api_base:
+        provider = "openai"
+    name = model.split("/", 1)[1] if "/" in model and provider else model
+    return provider, name, api_base
+
+
+def server_info(model: str, api_base: str) -> ServerInfo | None:
+    """What the model's server said about it (once asked: ``LLM.prepare``), or None."""
+    from oi_kernel.llm import model_info
+
+    return model_info.cached(*server_key(model, api_base))
+
+
+def worth_asking(model: str, api_base: str, embedded: bool) -> bool:
+    """Ask the server about the model (context, tools, size): Ollama (litellm would ask
+    it anyway) and any server at an explicit api_base; hosted providers never."""
+    from oi_kernel.llm import model_info
+
+    key = server_key(model, api_base)
+    if embedded or model_info.was_asked(*key):
+        return False
+    return key[0] in model_info.OLLAMA_PROVIDERS or (bool(api_base) and key[0] == "openai")
+
+
+def model_size(model: str, api_base: str) -> Size | None:
+    """The model's size as far as it is known: its name (a size in it), its server (once
+    ``LLM.prepare()`` asked), or the size its bare name has by default."""
+    from oi_kernel.llm import model_info
+
+    by_name = model_info.size_from_name(model)
+    if by_name is not None and by_name.source == "name":
+        return by_name
+    info = server_info(model, api_base)
+    if info is not None and info.size is not None:
+        return info.size
+    return by_name

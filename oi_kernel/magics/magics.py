@@ -213,7 +213,7 @@ class OIMagics(Magics):
         if problems := self.oi.config_problems(self):
             print(problems, file=sys.stderr)
         try:
-            _ = self.oi.log
+            self.oi.open_log()
         except OIError as exc:  # e.g. the log directory is not writable
             raise UsageError(str(exc)) from None
         try:

@@ -20,6 +20,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
+from oi_kernel.core import events as E
+from oi_kernel.core.recorded import Recorded, record_kinds
+
 READS_UP_TO = 2  # the newest log version whose records this module reads
 
 _NOT_FIELDS = frozenset({"version", "seq", "time", "session", "extra", "defects"})
@@ -66,9 +69,12 @@ _FIELDS: dict[type[Record], dict[str, tuple[str, tuple[str, _Check]]]] = {}
 _R = TypeVar("_R", bound=type[Record])
 
 
-def _kind(event: str) -> Callable[[_R], _R]:
-    """Register a record type for ``event``, with the check of each of its fields (an
-    annotation the parser has no check for fails here, at import)."""
+def _kind(event: str | type[Recorded]) -> Callable[[_R], _R]:
+    """Register a record type for ``event`` (a kind, or the event class that names it:
+    ``core.events``), with the check of each of its fields (an annotation the parser has no
+    check for fails here, at import)."""
+    if not isinstance(event, str):
+        event = event.record_kind
 
     def register(cls: _R) -> _R:
         cls.event = event
@@ -88,7 +94,8 @@ def _checker(annotation: str) -> tuple[str, _Check]:
 
 
 def kinds() -> dict[str, type[Record]]:
-    """Every event name this module reads, with its record type."""
+    """Every event name this module reads field by field, with its record type (the other
+    kinds the events write read as an ``EventRecord``)."""
     return dict(_KINDS)
 
 
@@ -100,10 +107,18 @@ class UnknownRecord(Record):
     event: str = ""  # type: ignore[misc]  (a field here, the kind's name elsewhere)
 
 
+@dataclass(frozen=True, kw_only=True)
+class EventRecord(Record):
+    """A kind an event class writes (``core.events``) that no type here reads field by
+    field: its fields are in ``extra``, as written."""
+
+    event: str = ""  # type: ignore[misc]  (a field here, the kind's name elsewhere)
+
+
 # ----------------------------------------------------------------------------- the kinds
 
 
-@_kind("session_start")
+@_kind(E.SessionStarted)
 @dataclass(frozen=True, kw_only=True)
 class SessionStartRecord(Record):
     kernel: str = ""
@@ -115,7 +130,7 @@ class SessionStartRecord(Record):
     headless: bool = False
 
 
-@_kind("session_end")
+@_kind(E.SessionEnded)
 @dataclass(frozen=True, kw_only=True)
 class SessionEndRecord(Record):
     pass
@@ -135,14 +150,14 @@ class AtStepRecord(InTurnRecord):
     step: int | None = None
 
 
-@_kind("turn_start")
+@_kind(E.TurnStarted)
 @dataclass(frozen=True, kw_only=True)
 class TurnStartRecord(InTurnRecord):
     instruction: str = ""
     replayed_from: str = ""  # %load --replay: the saved conversation's path
 
 
-@_kind("turn_end")
+@_kind(E.TurnDone)
 @dataclass(frozen=True, kw_only=True)
 class TurnEndRecord(InTurnRecord):
     reason: str = ""
@@ -150,7 +165,7 @@ class TurnEndRecord(InTurnRecord):
     usage: dict | None = None
 
 
-@_kind("answer_check")
+@_kind(E.AnswerChecked)
 @dataclass(frozen=True, kw_only=True)
 class AnswerCheckRecord(InTurnRecord):
     """The numbers of an instruction's answer and where each was printed (``core.claims``):
@@ -164,7 +179,7 @@ class AnswerCheckRecord(InTurnRecord):
     quoted: int = 0
 
 
-@_kind("llm_request")
+@_kind(E.LLMRequested)
 @dataclass(frozen=True, kw_only=True)
 class LLMRequestRecord(AtStepRecord):
     model: str = ""
@@ -174,7 +189,7 @@ class LLMRequestRecord(AtStepRecord):
     small: bool | None = None  # None: not recorded (older logs)
 
 
-@_kind("llm_response")
+@_kind(E.ReplyDone)
 @dataclass(frozen=True, kw_only=True)
 class LLMResponseRecord(AtStepRecord):
     text: str = ""
@@ -185,14 +200,14 @@ class LLMResponseRecord(AtStepRecord):
     reasoning: str = ""
 
 
-@_kind("llm_error")
+@_kind(E.LLMFailed)
 @dataclass(frozen=True, kw_only=True)
 class LLMErrorRecord(AtStepRecord):
     error: str = ""
     partial_text: str = ""
 
 
-@_kind("llm_sample")
+@_kind(E.SampleDrawn)
 @dataclass(frozen=True, kw_only=True)
 class LLMSampleRecord(AtStepRecord):
     text: str = ""
@@ -201,7 +216,7 @@ class LLMSampleRecord(AtStepRecord):
     latency_s: float | None = None
 
 
-@_kind("draft_samples")
+@_kind(E.DraftsSampled)
 @dataclass(frozen=True, kw_only=True)
 class DraftSamplesRecord(AtStepRecord):
     drawn: int | None = None
@@ -223,14 +238,14 @@ class DraftSamplesErrorRecord(AtStepRecord):
     error: str = ""
 
 
-@_kind("draft_set_aside")
+@_kind(E.DraftSetAside)
 @dataclass(frozen=True, kw_only=True)
 class DraftSetAsideRecord(AtStepRecord):
     code: str = ""
     problems: tuple[Any, ...] = ()
 
 
-@_kind("tools_unsupported")
+@_kind(E.ToolsUnsupported)
 @dataclass(frozen=True, kw_only=True)
 class ToolsUnsupportedRecord(AtStepRecord):
     error: str = ""
@@ -250,7 +265,7 @@ class _CodeStep(AtStepRecord):
     server_tool: str = ""
 
 
-@_kind("code_proposed")
+@_kind(E.StepReviewed)
 @dataclass(frozen=True, kw_only=True)
 class CodeProposedRecord(_CodeStep):
     flags: tuple[Any, ...] = ()
@@ -258,7 +273,7 @@ class CodeProposedRecord(_CodeStep):
     untrusted: tuple[Any, ...] = ()
 
 
-@_kind("decision")
+@_kind(E.Decided)
 @dataclass(frozen=True, kw_only=True)
 class DecisionRecord(_CodeStep):
     action: str = ""  # approved, edited, skipped, stopped, auto
@@ -268,7 +283,7 @@ class DecisionRecord(_CodeStep):
     author: str = ""
 
 
-@_kind("execution")
+@_kind(E.StepDone)
 @dataclass(frozen=True, kw_only=True)
 class ExecutionRecord(_CodeStep):
     status: str = ""
@@ -278,7 +293,7 @@ class ExecutionRecord(_CodeStep):
     changes: dict | None = None
 
 
-@_kind("direct")
+@_kind(E.DirectRun)
 @dataclass(frozen=True, kw_only=True)
 class DirectRecord(Record):
     """A cell the user ran in the child without the LLM."""
@@ -290,7 +305,7 @@ class DirectRecord(Record):
     duration_s: float | None = None
 
 
-@_kind("checkpoint")
+@_kind(E.CheckpointKept)
 @dataclass(frozen=True, kw_only=True)
 class CheckpointRecord(InTurnRecord):
     id: int | None = None
@@ -301,7 +316,7 @@ class CheckpointRecord(InTurnRecord):
     cost_s: float | None = None
 
 
-@_kind("rollback")
+@_kind(E.RolledBack)
 @dataclass(frozen=True, kw_only=True)
 class RollbackRecord(InTurnRecord):
     variables: tuple[Any, ...] = ()
@@ -313,13 +328,13 @@ class RollbackRecord(InTurnRecord):
     namespace_lost: bool = False
 
 
-@_kind("child_restart")
+@_kind(E.ChildRestarted)
 @dataclass(frozen=True, kw_only=True)
 class ChildRestartRecord(Record):
     reason: str = ""
 
 
-@_kind("rebuild")
+@_kind(E.Rebuilt)
 @dataclass(frozen=True, kw_only=True)
 class RebuildRecord(Record):
     """``%rebuild``: the steps of a lost child kernel re-run in a new one."""
@@ -333,27 +348,27 @@ class RebuildRecord(Record):
     done: int | None = None  # the plan's steps handled; below ``planned``: it stopped
 
 
-@_kind("conversation_reset")
+@_kind(E.ConversationReset)
 @dataclass(frozen=True, kw_only=True)
 class ConversationResetRecord(Record):
     pass
 
 
-@_kind("conversation_undo")
+@_kind(E.ConversationUndone)
 @dataclass(frozen=True, kw_only=True)
 class ConversationUndoRecord(Record):
     turns: int | None = None
     messages: int | None = None
 
 
-@_kind("conversation_saved")
+@_kind(E.ConversationSaved)
 @dataclass(frozen=True, kw_only=True)
 class ConversationSavedRecord(Record):
     path: str = ""
     turns: int | None = None
 
 
-@_kind("conversation_loaded")
+@_kind(E.ConversationLoaded)
 @dataclass(frozen=True, kw_only=True)
 class ConversationLoadedRecord(Record):
     path: str = ""
@@ -361,13 +376,13 @@ class ConversationLoadedRecord(Record):
     messages: int | None = None
 
 
-@_kind("tools_offered")
+@_kind(E.ToolsOffered)
 @dataclass(frozen=True, kw_only=True)
 class ToolsOfferedRecord(Record):
     functions: tuple[Any, ...] = ()
 
 
-@_kind("guard_stop")
+@_kind(E.GuardStopped)
 @dataclass(frozen=True, kw_only=True)
 class GuardStopRecord(InTurnRecord):
     step: int | None = None
@@ -376,13 +391,13 @@ class GuardStopRecord(InTurnRecord):
     limit_text: str = ""
 
 
-@_kind("tool_notice")
+@_kind(E.ToolNotice)
 @dataclass(frozen=True, kw_only=True)
 class ToolNoticeRecord(Record):
     text: str = ""
 
 
-@_kind("profile")
+@_kind(E.ProfileApplied)
 @dataclass(frozen=True, kw_only=True)
 class ProfileRecord(Record):
     name: str | None = None
@@ -422,8 +437,9 @@ def parse_record(line: Mapping[str, Any]) -> Record:
             defects.append(f"{event or 'record'} field {key!r} should be {expected}, not "
                            f"{_shown(value)}; read as its default")
     if cls is None:
-        return UnknownRecord(event=str(event or ""), extra=extra, defects=tuple(defects),
-                             **values)
+        written = isinstance(event, str) and event in record_kinds()
+        return (EventRecord if written else UnknownRecord)(
+            event=str(event or ""), extra=extra, defects=tuple(defects), **values)
     return cls(extra=extra, defects=tuple(defects), **values)
 
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from oi_kernel import config
 from oi_kernel._version import __version__
 from oi_kernel.core.engine import Engine
-from oi_kernel.core.events import ChildRestarted, Event
+from oi_kernel.core.events import ChildRestarted, Event, SessionEnded, SessionStarted
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.errors import OIError
 from oi_kernel.record.log_writer import LogWriter
@@ -83,6 +83,7 @@ class Session:
         # where widgets render); the front door sets it from its config, %display changes it.
         self.display = "auto"
         self._log: Any = None
+        self._writer: LogWriter | None = None
         self.mcp_error = ""  # why the MCP config could not be used ("" when it could)
         self._config_evaluated = False  # config_problems has read the environment defaults
         self.rebuilding = False  # ``%rebuild`` is replacing a lost child (session.rebuild)
@@ -94,27 +95,29 @@ class Session:
     # ------------------------------------------------------------ the session log
     @property
     def log(self) -> Any:
-        """The session log, opened (with its session_start record) on first use. None when
-        logging is off. Raises OIError when it cannot be opened."""
+        """The session log (None until ``open_log``, or when logging is off)."""
+        return self._log
+
+    def open_log(self) -> Any:
+        """Open the session log when it is not open yet: install its writer as the
+        engine's recorder and record ``SessionStarted`` (the first record). Returns the log,
+        None when logging is off. Raises OIError when it cannot be opened."""
         if self._log is None and self.logging:
             from oi_kernel.record.session_log import SessionLog
 
             log = SessionLog(self.log_dir, self.session_id, secrets=self.secrets)
-            fields: dict[str, Any] = {
-                "kernel": self.door.label,
-                "model": self.llm.model,
-                "cwd": self.executor.cwd,
-                "oi_version": __version__,
-                "python": sys.version.split()[0],
-            }
-            if self.child is not None:
-                fields["child_kernel"] = self.child.kernel_name
-            if self.kind == "headless":
-                fields["headless"] = True
-            log.write("session_start", **fields)
-            self._log = log
-            self.engine.recorder = LogWriter(log)
+            writer = LogWriter(log)
+            writer(self._started())
+            self._log, self._writer = log, writer
+            self.engine.recorder = writer
         return self._log
+
+    def _started(self) -> SessionStarted:
+        return SessionStarted(
+            kernel=self.door.label, model=self.llm.model, cwd=self.executor.cwd,
+            oi_version=__version__, python=sys.version.split()[0],
+            child_kernel=self.child.kernel_name if self.child is not None else None,
+            headless=self.kind == "headless")
 
     @property
     def log_path(self) -> Path | None:
@@ -124,17 +127,19 @@ class Session:
         """Record an event of the session (not of a turn: those go through the engine's
         ``recorder``), opening the log when needed (nothing when logging is off). Raises
         when the log cannot be written."""
-        if self.log is not None:
+        if self.open_log() is not None:
             self.engine.recorder(event)
 
     def close(self) -> None:
-        """Write session_end and close the log (the child is the front door's to stop)."""
+        """Record ``SessionEnded`` and close the log (the child is the front door's to
+        stop)."""
         log, self._log = self._log, None
+        writer, self._writer = self._writer, None
         self.engine.recorder = None
         self.engine.rollback.forget_saved_files()
         if log is not None and not log.closed:
             try:
-                log.write("session_end")
+                (writer or LogWriter(log))(SessionEnded())
             finally:
                 log.close()
 

@@ -14,11 +14,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from oi_kernel import config
+from oi_kernel.core import approval_modes
 from oi_kernel.core.events import EventSink
 from oi_kernel.core.four_eyes import APPROVALS, describe
 from oi_kernel.errors import OIError
 from oi_kernel.record.listing import history_markdown, log_markdown
 from oi_kernel.session.assembly import RESTART_NOTICE, Session
+from oi_kernel.session.resolved import model_description, resolve
 
 ON, OFF = frozenset({"on", "1", "true", "yes"}), frozenset({"off", "0", "false", "no"})
 LIMITS = ("step_timeout", "max_tokens_per_turn", "max_cost_per_turn",
@@ -78,13 +81,13 @@ async def run_command(ctx: CommandContext, line: str) -> None:
     cmd = COMMANDS.get(name or "help")
     if cmd is None or cmd not in available(ctx.session):
         known = ", ".join(f"{ctx.prefix}{c.name}" for c in available(ctx.session))
-        there = "" if cmd is None else " here (code runs in this IPython kernel)"
-        extra = " Use %%python for Python code and !cmd for shell commands." \
-            if ctx.prefix == "%" else ""
+        there = " here (code runs in this IPython kernel)" * (cmd is not None)
+        extra = " Use %%python for Python code and !cmd for shell commands." * (ctx.prefix == "%")
         raise OIError(f"Unknown command {ctx.prefix}{name}{there}. Known: {known}.{extra}")
-    result = cmd.run(ctx, arg.strip())
-    if inspect.isawaitable(result):
-        await result
+    with config.from_source(f"{ctx.prefix or '%'}{cmd.name}"):  # what it sets came from it
+        result = cmd.run(ctx, arg.strip())
+        if inspect.isawaitable(result):
+            await result
 
 
 def complete(session: Session, word: str) -> list[str]:
@@ -158,40 +161,13 @@ async def _model(ctx: CommandContext, arg: str) -> None:
     ctx.say(head + "\n\n" + model_description(llm, ctx.session.engine))
 
 
-def model_description(llm: Any, engine: Any) -> str:
-    """Small-model mode and how the model proposes code, each with the reason."""
-    on, why = llm.small_model_verdict()
-    lines = [f"- Small-model mode: **{'on' if on else 'off'}**, {why}."]
-    if on:
-        samples = engine.small_model_samples
-        lines.append("  The model gets a short prompt with worked examples close to the "
-                     "instruction, its drafts are checked before you are asked and compared "
-                     f"with {f'up to {samples}' if samples > 0 else 'no'} more samples "
-                     "(OI_SMALL_MODEL_SAMPLES), a reply that is only code is recognised as "
-                     f"code, and each instruction gets at most {engine.step_limit()} LLM calls.")
-    if llm.is_embedded:
-        code = "fenced code blocks (the embedded model has no tool calls)"
-    elif said := llm.tools_refused():
-        code = f"fenced code blocks: the server rejected tools ({said})"
-    elif llm.uses_tools():
-        code = "the execute tool (function calling)"
-    elif llm.tool_mode == "markdown":
-        code = "fenced code blocks (tool_mode markdown)"
-    elif on:
-        code = "fenced code blocks (small-model mode; OI_TOOL_MODE=tools for tool calls)"
-    else:
-        code = "fenced code blocks (the model does not support tool calls)"
-    lines.append(f"- Code comes as {code}.")
-    return "\n".join(lines)
-
-
 @command("auto_run", "on|off", "run code without asking (on), or ask for each block (off)")
 def _auto_run(ctx: CommandContext, arg: str) -> None:
     engine = ctx.session.engine
     if arg.lower() in ON:
-        engine.approval = "never"
+        engine.approval = approval_modes.AUTO_RUN
     elif arg.lower() in OFF:
-        engine.approval = "always"
+        engine.approval = approval_modes.DEFAULT
     elif arg:
         raise ctx.usage("auto_run on|off")
     state = "on: code runs without asking" if engine.auto_run else "off: you approve each block"
@@ -207,6 +183,12 @@ def _approval(ctx: CommandContext, arg: str) -> None:
             raise ctx.usage("approval " + "|".join(APPROVALS))
         engine.approval = arg
     ctx.say(f"Approval policy: `{engine.approval}`.{describe(engine.approval)}")
+
+
+@command("config", "[NAME]", "every setting with its value and where it came from (env, "
+         "config, profile, policy, a command); NAME: only those whose name contains it")
+def _config(ctx: CommandContext, arg: str) -> None:
+    ctx.say(resolve(ctx.session).markdown(arg.strip()))
 
 
 @command("display", "auto|live|text", "how replies stream: updated in place (live), printed "
@@ -461,7 +443,7 @@ def _tokens(ctx: CommandContext, arg: str) -> None:
 def _log(ctx: CommandContext, arg: str) -> None:
     if arg and not (arg.isdigit() and 0 < int(arg) <= 1000):
         raise ctx.usage("log [N]  (N: how many of the last events to show, 1 to 1000)")
-    log = ctx.session.log
+    log = ctx.session.open_log()
     ctx.say(log_markdown(log.path, int(arg or 10)) if log is not None
             else "This session keeps no log.")
 
@@ -473,7 +455,7 @@ def _export(ctx: CommandContext, arg: str) -> None:
 
     paths, flags = split_args(ctx, arg, {"--include-failed", "--force"},
                               "export [PATH] [--include-failed] [--force]")
-    log = ctx.session.log
+    log = ctx.session.open_log()
     if log is None:
         raise OIError("This session keeps no log, so there is nothing to export.")
     out = export_notebook(log.path, ctx.path((paths or ["oi-session-export.ipynb"])[0]),
@@ -498,3 +480,4 @@ async def _tool(ctx: CommandContext, arg: str) -> None:
 
     ctx.say(await tools.tool_command(ctx.session, shlex.split(arg), ctx.events,
                                      ctx.usage("tool -d NAME")))
+

@@ -7,7 +7,7 @@ lists them; ``~/.jupyter`` and ``JUPYTER_CONFIG_DIR`` are the user's and never h
 policy). Every file found applies, and where two disagree the stricter value wins::
 
     {
-      "approval": "risky",                 minimum: four-eyes-all > four-eyes > always > risky > never
+      "approval": "risky",                 minimum (core.approval_modes): four-eyes-all > ... > never
       "allowed_models": ["gpt-4o*", "openai/*"],
       "sandbox": "required",
       "sandbox_grants": "denied",          no paths beyond the workspace (read_paths, ...)
@@ -39,9 +39,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from oi_kernel.core import approval_modes
+
 FILE_NAME = "oi_kernel_policy.json"
-APPROVAL_RANK = {"never": 0, "risky": 1, "always": 2, "four-eyes": 3, "four-eyes-all": 4}
-APPROVAL_ORDER = " > ".join(reversed(APPROVAL_RANK))
+APPROVAL_RANK = approval_modes.RANK
+APPROVAL_ORDER = approval_modes.ORDER
 KEYS = ("approval", "allowed_models", "sandbox", "sandbox_grants", "max_cost_per_session",
         "max_tokens_per_session", "max_steps", "log_dir", "mcp", "gateway_url",
         "untrusted_content", "known_safe_denied", "comment")
@@ -231,7 +233,7 @@ def _apply_rule(policy: Policy, path: Path, key: str, value: Any) -> None:
         return
     if key == "approval":
         if value not in APPROVAL_RANK:
-            raise _Bad(f"must be one of always, risky, never, four-eyes, four-eyes-all; got {value!r}")
+            raise _Bad(f"must be one of {', '.join(approval_modes.NAMES)}; got {value!r}")
         if APPROVAL_RANK[value] > APPROVAL_RANK[policy.approval]:
             policy.approval = value
             policy.sources[key] = path

@@ -4,11 +4,12 @@ A user could lower a setting from the environment, ``oi_kernel_config.py``, a pr
 magic or an API keyword. What is set before the session exists is handled here once:
 API keywords that would lower the policy are refused (``check_keywords``), and values
 from the environment or the config are raised to the policy's floor with a notice
-(``enforce``). Every later change goes through a traitlets validator registered on the
-engine, the LLM client or the child kernel, which refuses it with a ``Refusal`` naming the
+(``enforce``). Every later change goes through the setting's own ``@validate`` method (in
+the engine's, the LLM client's, the child kernel's and the sandbox's class), which asks the
+session's ``Floors`` (``config.check_floor``) and refuses it with a ``Refusal`` naming the
 policy file: ``%auto_run on``, ``%%oi -y``, ``%model``, ``%limits``, ``%sandbox off``, a
 profile, or ``interpreter.engine.approval = ...`` all meet the same check. What is not a
-setting is checked before each instruction (``engine.preflight``): the model is allowed,
+setting is checked before each instruction (``Floors.check_turn``): the model is allowed,
 code runs confined when the sandbox is required, and the session log can be written.
 """
 
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from traitlets import TraitError
 
+from oi_kernel import config
 from oi_kernel.errors import PolicyError
 from oi_kernel.session.policy import APPROVAL_ORDER, APPROVAL_RANK, Policy
 
@@ -108,6 +111,66 @@ def gateway_choice(policy: Policy, notices: list[str]) -> Callable[[str], str]:
     return choose
 
 
+# ----------------------------------------------------------------------------- floors
+@dataclass
+class Floors:
+    """The policy as the settings' own validators ask it (``oi_kernel.config.check_floor``):
+    the settings it guards in this session, and why it refuses a value of one of them."""
+
+    policy: Policy
+    session: Any = None
+    guarded: set[str] = field(default_factory=set)
+    turn_checks: list[str] = field(default_factory=list)  # "model", "confined", "log"
+
+    def check_turn(self) -> None:
+        """Before each instruction (``Engine.check_ready``): what is not a setting. Raises a
+        ``PolicyError`` that says why no instruction runs."""
+        policy, session = self.policy, self.session
+        for check in self.turn_checks:
+            if check == "model" and (problem := model_problem(policy, session.llm.model)):
+                raise PolicyError(problem)
+            if check == "confined":
+                where = policy.where("sandbox")
+                raise PolicyError(
+                    f"{where[0].upper()}{where[1:]} requires the sandbox, and %%oi runs code in "
+                    "this notebook's own kernel, which cannot be sandboxed. Use the Open "
+                    "Interpreter kernel, whose child kernel is.")
+            if check == "log":
+                self._log_opens()
+
+    def _log_opens(self) -> None:
+        policy = self.policy
+        try:
+            self.session.open_log()
+        except Exception as exc:
+            raise PolicyError(
+                f"{policy.where('log_dir')} keeps every session's log in {policy.log_dir}, and "
+                f"it cannot be written ({exc}). No instruction runs without its log: ask your "
+                "administrator.") from exc
+
+    def refusal(self, name: str, value: Any) -> Refusal | None:
+        if name not in self.guarded:
+            return None
+        text = self.problem(name, value)
+        return Refusal(text) if text else None
+
+    def problem(self, name: str, value: Any) -> str:
+        policy = self.policy
+        if name == "approval":
+            return approval_problem(policy, value)
+        if name == "model":
+            return model_problem(policy, value) if value else ""
+        if name == "sandbox":
+            return "" if value else sandbox_problem(policy)
+        if name == "gateway_url":
+            return "" if value == policy.gateway_url else (
+                f"The child kernel's gateway is set by {policy.where('gateway_url')} "
+                f"(`{policy.gateway_url}`) and cannot be changed.")
+        if name in ("read_paths", "write_paths"):
+            return grants_problem(policy, value)
+        return limit_problem(policy, name, value)
+
+
 # ----------------------------------------------------------------------------- applying
 def enforce(session: Any, policy: Policy) -> list[str]:
     """Apply ``policy`` to a freshly built session; returns notices for the user."""
@@ -116,23 +179,27 @@ def enforce(session: Any, policy: Policy) -> list[str]:
         return []
     notices: list[str] = []
     engine, llm, child = session.engine, session.llm, session.child
-    _engine_rules(engine, policy, notices)
-    _model_rule(engine, llm, policy)
-    _child_rules(session, child, policy, notices)
-    _log_rule(session, policy, notices)
+    floors = Floors(policy, session)
+    for obj in (engine, llm, child, getattr(child, "grants", None)):
+        if obj is not None:
+            obj.floors = floors  # their @validate methods ask it (config.check_floor)
+    _engine_rules(engine, policy, notices, floors)
+    _model_rule(engine, llm, policy, floors)
+    _child_rules(session, child, policy, notices, floors)
+    _log_rule(session, policy, notices, floors)
     if policy.strict:
         notices.insert(0, policy.strict_message())
     return notices
 
 
-def _engine_rules(engine: Any, policy: Policy, notices: list[str]) -> None:
+def _engine_rules(engine: Any, policy: Policy, notices: list[str], floors: Floors) -> None:
     engine.approval_floor = policy.approval
     if policy.untrusted_ask:
         engine.untrusted_content = "ask"
     engine.known_safe_denied = list(policy.known_safe_denied)
     _raise_floor(engine, "approval", policy.approval, approval_problem(policy, engine.approval),
-                 notices)
-    _guard(engine, "approval", lambda v: approval_problem(policy, v))
+                 notices, policy.where("approval"))
+    floors.guarded.add("approval")
     for key in ("max_steps", *CAPS):
         limit = getattr(policy, key)
         if not limit:
@@ -140,50 +207,31 @@ def _engine_rules(engine: Any, policy: Policy, notices: list[str]) -> None:
         if key in CAPS:
             engine.cap_sources[key] = policy.where(key)
         _raise_floor(engine, key, limit, limit_problem(policy, key, getattr(engine, key)),
-                     notices)
-        _guard(engine, key, lambda v, key=key: limit_problem(policy, key, v))
+                     notices, policy.where(key))
+        floors.guarded.add(key)
 
 
-def _model_rule(engine: Any, llm: Any, policy: Policy) -> None:
+def _model_rule(engine: Any, llm: Any, policy: Policy, floors: Floors) -> None:
     if not (policy.allowed_models or policy.strict) or getattr(llm, "is_recorded", False):
         return
-
-    def check_set(value: str) -> str:
-        return model_problem(policy, value) if value else ""
-
-    _guard(llm, "model", check_set)
-
-    def check_turn() -> None:
-        if problem := model_problem(policy, llm.model):
-            raise PolicyError(problem)
-
-    engine.preflight.append(check_turn)
+    floors.guarded.add("model")
+    floors.turn_checks.append("model")
 
 
-def _child_rules(session: Any, child: Any, policy: Policy, notices: list[str]) -> None:
+def _child_rules(session: Any, child: Any, policy: Policy, notices: list[str],
+                 floors: Floors) -> None:
     if child is None:
         if policy.sandbox:
-            def confined() -> None:
-                raise PolicyError(
-                    f"{policy.where('sandbox')[0].upper()}{policy.where('sandbox')[1:]} requires "
-                    "the sandbox, and %%oi runs code in this notebook's own kernel, which cannot "
-                    "be sandboxed. Use the Open Interpreter kernel, whose child kernel is.")
-
-            session.engine.preflight.append(confined)
+            floors.turn_checks.append("confined")
         return
     if policy.gateway_url:  # confinement is the gateway's (the administrator's) job
-        def check_url(value: str) -> str:
-            return "" if value == policy.gateway_url else (
-                f"The child kernel's gateway is set by {policy.where('gateway_url')} "
-                f"(`{policy.gateway_url}`) and cannot be changed.")
-
-        _guard(child, "gateway_url", check_url)
+        floors.guarded.add("gateway_url")
         return
-    _grant_rules(child, policy, notices)
+    _grant_rules(child, policy, notices, floors)
     if policy.sandbox:
         _raise_floor(child, "sandbox", True, "" if child.sandbox else sandbox_problem(policy),
-                     notices)
-        _guard(child, "sandbox", lambda v: "" if v else sandbox_problem(policy))
+                     notices, policy.where("sandbox"))
+        floors.guarded.add("sandbox")
 
 
 def grants_problem(policy: Policy, paths: list[str]) -> str:
@@ -194,7 +242,7 @@ def grants_problem(policy: Policy, paths: list[str]) -> str:
             "allow`). Copy what it needs into the workspace instead.")
 
 
-def _grant_rules(child: Any, policy: Policy, notices: list[str]) -> None:
+def _grant_rules(child: Any, policy: Policy, notices: list[str], floors: Floors) -> None:
     grants = getattr(child, "grants", None)
     if policy.sandbox_grants or grants is None:
         return
@@ -206,11 +254,12 @@ def _grant_rules(child: Any, policy: Policy, notices: list[str]) -> None:
             origin = env if origin == "the default" else origin  # (its default is the env)
             notices.append(f"{origin} grants {', '.join(getattr(grants, trait))}; not used. "
                            f"{problem}")
-            grants.set_trait(trait, [])
-        _guard(grants, trait, lambda v: grants_problem(policy, v))
+            with config.from_source(policy.where("sandbox_grants")):
+                grants.set_trait(trait, [])
+        floors.guarded.add(trait)
 
 
-def _log_rule(session: Any, policy: Policy, notices: list[str]) -> None:
+def _log_rule(session: Any, policy: Policy, notices: list[str], floors: Floors) -> None:
     if not policy.log_dir:
         return
     configured = os.environ.get("OI_LOG_DIR", "").strip()
@@ -218,21 +267,12 @@ def _log_rule(session: Any, policy: Policy, notices: list[str]) -> None:
         notices.append(f"Session logs go to {policy.log_dir} ({policy.where('log_dir')}), "
                        f"not to OI_LOG_DIR={configured}.")
     session.log_dir, session.logging = policy.log_dir, True
-
-    def log_opens() -> None:
-        try:
-            session.log  # noqa: B018 (opens it)
-        except Exception as exc:
-            raise PolicyError(
-                f"{policy.where('log_dir')} keeps every session's log in {policy.log_dir}, and "
-                f"it cannot be written ({exc}). No instruction runs without its log: ask your "
-                "administrator.") from exc
-
-    session.engine.preflight.append(log_opens)
+    floors.turn_checks.append("log")
 
 
 # ----------------------------------------------------------------------------- helpers
-def _raise_floor(obj: Any, trait: str, floor: Any, problem: str, notices: list[str]) -> None:
+def _raise_floor(obj: Any, trait: str, floor: Any, problem: str, notices: list[str],
+                 where: str) -> None:
     """Set ``trait`` to the policy's ``floor`` when its value (from the default, the
     environment or the config) is below it (``problem`` says why); say so unless the value
     was the default."""
@@ -240,7 +280,8 @@ def _raise_floor(obj: Any, trait: str, floor: Any, problem: str, notices: list[s
         return
     origin = _origin(obj, trait)
     old = getattr(obj, trait)
-    obj.set_trait(trait, floor)
+    with config.from_source(where):
+        obj.set_trait(trait, floor)
     if origin != "the default":
         notices.append(f"{origin} asks for `{trait}` = {old!r}; using {floor!r} instead. "
                        f"{problem}")
@@ -257,17 +298,3 @@ def _origin(obj: Any, trait: str) -> str:
     setting = SETTINGS.get(trait)
     envs = [e for e in (setting.env if setting else ()) if os.environ.get(e, "").strip()]
     return " / ".join(envs) if envs else "the default"
-
-
-def _guard(obj: Any, trait: str, problem: Callable[[Any], str]) -> None:
-    """Refuse every later value of ``obj.trait`` for which ``problem`` is not empty (after
-    the trait's own validator, if it has one)."""
-    previous = obj._trait_validators.get(trait)
-
-    def validate(owner: Any, proposal: Any) -> Any:
-        value = previous(owner, proposal) if previous is not None else proposal["value"]
-        if text := problem(value):
-            raise Refusal(text)
-        return value
-
-    obj._register_validator(validate, (trait,))

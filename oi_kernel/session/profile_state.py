@@ -6,7 +6,6 @@ and the ``%profile`` / ``%instructions`` commands. Reading and checking profile 
 from __future__ import annotations
 
 import os
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,15 +55,19 @@ class _State:
     error: str = ""
     child: Any = None
 
-
-_states: weakref.WeakKeyDictionary[Any, _State] = weakref.WeakKeyDictionary()
+    def check_turn(self) -> None:
+        """Before each instruction (``Engine.check_ready``): a start-up profile that failed
+        blocks instructions until it is fixed, replaced or cleared."""
+        if self.error:
+            raise ProfileError(self.error)
 
 
 def _state(engine: Any, child: Any = None) -> _State:
-    state = _states.get(engine)
+    """The engine's profile state (kept in ``engine.profile_state``, made on first use)."""
+    state = engine.profile_state
     if state is None:
         text = engine.custom_instructions
-        state = _states[engine] = _State(base_instructions=text, composed=text)
+        state = engine.profile_state = _State(base_instructions=text, composed=text)
     if child is not None:
         state.child = child
     return state
@@ -126,7 +129,7 @@ def apply(
         if key not in settings and target is not None:
             trait = SETTINGS[key].trait
             if getattr(target, trait) == value:  # not changed by a magic since
-                _set(target, key, trait, _base_value(target, trait), result)
+                _set(target, key, trait, _base_value(target, trait), result, config.FORGET)
     for key, value in settings.items():
         target = _target(engine, SETTINGS[key].owner, child)
         if target is None:
@@ -134,7 +137,7 @@ def apply(
                 f"`{key}` is ignored here: code runs in this kernel, not in a child kernel."
             )
             continue
-        _set(target, key, SETTINGS[key].trait, value, result)
+        _set(target, key, SETTINGS[key].trait, value, result, f"profile {profile.name}")
     if gateway_note:
         result.notes.append(gateway_note)
     state.profile, state.selected_by, state.error = profile, selected_by, ""
@@ -148,11 +151,14 @@ def apply(
     return result
 
 
-def _set(target: Any, key: str, trait: str, value: Any, result: Applied) -> None:
+def _set(target: Any, key: str, trait: str, value: Any, result: Applied, source: str) -> None:
     old = getattr(target, trait)
+    if old == value and source and hasattr(target, "setting_sources"):
+        target.setting_sources[trait] = source  # the profile sets it too (to what it was)
     if old != value:
         try:
-            setattr(target, trait, value)
+            with config.from_source(source):  # remembered for %config (session.resolved)
+                setattr(target, trait, value)
         except PolicyError as exc:  # the administrator's policy wins over a profile
             result.notes.append(f"`{key}: {_show(value)}` was not applied: {exc}")
             return
@@ -161,8 +167,8 @@ def _set(target: Any, key: str, trait: str, value: Any, result: Applied) -> None
 
 def apply_startup(engine: Any, child: Any = None) -> str:
     """Apply the profile chosen by OI_PROFILE or ``c.Profile.name``; return its name ("" for
-    none). Never raises: a profile that fails to load blocks instructions (through
-    ``engine.preflight``) until the user fixes it, picks another or clears it."""
+    none). Never raises: a profile that fails to load blocks instructions (``_State.check_turn``,
+    asked by ``Engine.check_ready``) until the user fixes it, picks another or clears it."""
     env = os.environ.get(PROFILE_ENV, "").strip()
     name = env or Profile(parent=engine).name.strip()
     if not name:
@@ -180,19 +186,13 @@ def apply_startup(engine: Any, child: Any = None) -> str:
             "choose another with `%profile NAME`, or go on without one: `%profile --clear`."
         )
         engine.log.error("%s", state.error)
-    engine.preflight.append(lambda: _check_startup(state))
     return name
 
 
 def active_profile(engine: Any) -> LoadedProfile | None:
     """The profile applied to ``engine`` (None when there is none)."""
-    state = _states.get(engine)
+    state = engine.profile_state
     return state.profile if state else None
-
-
-def _check_startup(state: _State) -> None:
-    if state.error:
-        raise ProfileError(state.error)
 
 
 # ----------------------------------------------------------------------------- instructions

@@ -229,7 +229,7 @@ async def rebuild(ctx: CommandContext, dry_run: bool) -> None:
     from oi_kernel.record.session_log import read_records
 
     session = ctx.session
-    log = session.log
+    log = session.open_log()
     if log is None:
         raise OIError("This session keeps no log, so there is nothing to rebuild from.")
     if not dry_run and session.runner is not None:

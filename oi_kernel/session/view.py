@@ -391,6 +391,8 @@ class TurnView:
             footer = turn_footer(event.turn)
             if footer:
                 self.show_markdown(f"<sub>{footer}</sub>", footer)
+        elif line := event.shown():  # any other event with a line to show
+            self.show_markdown(f"ℹ️ {line}", line)
 
     def _note_printed_blocks(self, text: str | None) -> None:
         """Text mode: the blocks the reply just printed shows in full (a step of one of

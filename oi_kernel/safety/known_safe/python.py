@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from oi_kernel.safety.known_safe.table import Table
@@ -288,7 +289,7 @@ class PythonCheck:
         elif name in ("getattr", "setattr", "delattr", "hasattr"):
             self._getattr(node, name)
         elif name == "open":
-            self._mode(node, "open", self.t.modes["open"])
+            _check_mode(self.found, self.strings, node, "open", self.t.modes["open"])
         elif name in self.objects:
             self._call_qualified(node, self.objects[name])
         elif name in self.t.builtins or name in _EXCEPTIONS or name in self.known_defs:
@@ -302,7 +303,7 @@ class PythonCheck:
         if not self._qualified(name):
             return
         if name in self.t.modes:
-            self._mode(node, name, self.t.modes[name])
+            _check_mode(self.found, self.strings, node, name, self.t.modes[name])
         if name in self.t.writes:
             self.found.wrote(f"`{name}`")
         if name in self.t.literal_argument:
@@ -324,7 +325,7 @@ class PythonCheck:
 
     def _call_method(self, node: ast.Call, method: str) -> None:
         if method == "open":
-            self._mode(node, ".open", self.t.modes[".open"])
+            _check_mode(self.found, self.strings, node, ".open", self.t.modes[".open"])
         elif method in self.t.literal_argument:
             self._literal_arguments(node, f".{method}")
         elif not self.t.method(method):
@@ -376,38 +377,6 @@ class PythonCheck:
                 if name != "getattr":
                     self.found.add(f"a change to `{target}`")
 
-    def _mode(self, node: ast.Call, name: str, rule: dict) -> None:
-        shown = name.lstrip(".")
-        mode_node = next((k.value for k in node.keywords if k.arg == "mode"), None)
-        index = rule["arg"]
-        if mode_node is None and name == ".open":
-            literals = [_literal(a) for a in node.args[:2]]
-            if any(lit is None for lit in literals):
-                self.found.add(f"`.{shown}` with a mode the review cannot read")
-                return
-            mode = next((m for m in literals if m and _MODE.match(m)), "r")
-        elif mode_node is None and len(node.args) <= index:
-            mode = "r"
-        else:
-            modes = self.strings(mode_node if mode_node is not None else node.args[index])
-            if not modes:
-                self.found.add(f"`{shown}(…)` with a mode the review cannot read")
-                return
-            for mode in sorted(modes):
-                self._one_mode(shown, mode, rule)
-            return
-        self._one_mode(shown, mode, rule)
-
-    def _one_mode(self, shown: str, mode: str, rule: dict) -> None:
-        mode = mode.split(":")[0]
-        if "a" in mode or "+" in mode:
-            self.found.add(f"`{shown}(…, {mode!r})` (it changes an existing file)")
-        elif "w" in mode or "x" in mode:
-            if rule.get("write"):
-                self.found.wrote(f"`{shown}(…, {mode!r})`")
-            else:
-                self.found.add(f"`{shown}(…, {mode!r})` (it writes through native code)")
-
     def _keywords(self, node: ast.Call) -> None:
         for keyword in node.keywords:
             if keyword.arg is None:
@@ -417,6 +386,41 @@ class PythonCheck:
                 value = keyword.value
                 if not (isinstance(value, ast.Constant) and value.value == want):
                     self.found.add(f"`{keyword.arg}={_short(ast.unparse(value))}`")
+
+
+def _check_mode(found: Findings, strings: Callable[[ast.AST], frozenset[str] | None],
+                node: ast.Call, name: str, rule: dict) -> None:
+    """What an open call's mode does to a file (``rule``: the table's for ``name``)."""
+    shown = name.lstrip(".")
+    mode_node = next((k.value for k in node.keywords if k.arg == "mode"), None)
+    index = rule["arg"]
+    if mode_node is None and name == ".open":
+        literals = [_literal(a) for a in node.args[:2]]
+        if any(lit is None for lit in literals):
+            found.add(f"`.{shown}` with a mode the review cannot read")
+            return
+        mode = next((m for m in literals if m and _MODE.match(m)), "r")
+    elif mode_node is None and len(node.args) <= index:
+        mode = "r"
+    else:
+        modes = strings(mode_node if mode_node is not None else node.args[index])
+        if not modes:
+            found.add(f"`{shown}(…)` with a mode the review cannot read")
+            return
+        for mode in sorted(modes):
+            _one_mode(found, shown, mode, rule)
+        return
+    _one_mode(found, shown, mode, rule)
+
+def _one_mode(found: Findings, shown: str, mode: str, rule: dict) -> None:
+    mode = mode.split(":")[0]
+    if "a" in mode or "+" in mode:
+        found.add(f"`{shown}(…, {mode!r})` (it changes an existing file)")
+    elif "w" in mode or "x" in mode:
+        if rule.get("write"):
+            found.wrote(f"`{shown}(…, {mode!r})`")
+        else:
+            found.add(f"`{shown}(…, {mode!r})` (it writes through native code)")
 
 
 def _literal(node: ast.AST | None) -> str | None:

@@ -10,6 +10,8 @@ import ast
 from itertools import product
 
 from oi_kernel.safety.risk.common import url_of
+from oi_kernel.safety.risk.opaque_names import GETATTR, IMPORTERS
+from oi_kernel.safety.risk.python_calls import _DELETE_CALLS, _KILL_CALLS, _MOVE_CALLS, _SHELL_CALLS
 
 _MAX_VALUES = 32  # more possible values than this: treated as unknown
 _STR_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "title", "casefold", "capitalize"}
@@ -251,3 +253,106 @@ def _called(node: ast.Call) -> str:
     func = node.func
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
+
+class QualifiedNames:
+    """What a name in one block stands for, fully qualified: imports and their aliases
+    (``import shutil as sh``), one-name bindings (``sh = os.system``), lookups spelled out
+    (``sys.modules["os"]``, ``getattr(os, "system")``) and star imports of risky modules."""
+
+    def __init__(self, tree: ast.Module, strings: StaticStrings) -> None:
+        self.strings = strings
+        self.aliases: dict[str, str] = {}
+        self.star_modules: list[str] = []
+        self._resolving: set[str] = set()
+        self._assigned_cache: dict[str, str | None] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                self.add_import(node)
+
+    def add_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                self.aliases[local] = alias.name if alias.asname else local
+            return
+        module = node.module or ""
+        for alias in node.names:
+            if alias.name == "*":
+                self.star_modules.append(module)
+            else:
+                self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+
+    def dotted(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(node.value)
+            return f"{base}.{node.attr}" if base else None
+        if isinstance(node, ast.Call) and node.args:
+            called = self.qualname(node.func)
+            if called in IMPORTERS:
+                return self.single(node.args[0])
+            if called in GETATTR and len(node.args) >= 2:
+                base, attr = self.dotted(node.args[0]), self.single(node.args[1])
+                return f"{base}.{attr}" if base and attr else None
+        if isinstance(node, ast.Subscript):
+            return self._dotted_lookup(node)
+        return None
+
+    def single(self, node: ast.AST) -> str | None:
+        values = self.strings.values(node)
+        return next(iter(values)) if values and len(values) == 1 else None
+
+    def _dotted_lookup(self, node: ast.Subscript) -> str | None:
+        """``sys.modules["os"]`` → os, ``os.__dict__["system"]`` → os.system, ``globals()["f"]``."""
+        key, container = self.single(node.slice), node.value
+        if key is None:
+            return None
+        if self.qualname(container) == "sys.modules":
+            return key
+        if isinstance(container, ast.Attribute) and container.attr == "__dict__":
+            base = self.dotted(container.value)
+            return f"{base}.{key}" if base else None
+        if isinstance(container, ast.Call) and isinstance(container.func, ast.Name):
+            if container.func.id == "vars" and container.args:
+                base = self.dotted(container.args[0])
+                return f"{base}.{key}" if base else None
+            if container.func.id in ("globals", "locals"):
+                return key
+        return None
+
+    def assigned(self, name: str) -> str | None:
+        """What ``name`` stands for when the block binds it only to one dotted name:
+        ``sh = os.system`` → os.system, ``x = __import__("subprocess")`` → subprocess."""
+        if name in self._assigned_cache:
+            return self._assigned_cache[name]
+        bound = self.strings.bindings.get(name, [])
+        if not bound or name in self._resolving or any(v is None or loop for _, v, loop in bound):
+            return None
+        self._resolving.add(name)
+        try:
+            targets = {self.qualname(v) for _, v, _ in bound}  # type: ignore[arg-type]
+        finally:
+            self._resolving.discard(name)
+        target = targets.pop() if len(targets) == 1 else None
+        self._assigned_cache[name] = target if target and target != name else None
+        return self._assigned_cache[name]
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """``sh.rmtree`` → ``shutil.rmtree`` after ``import shutil as sh``."""
+        dotted = self.dotted(node)
+        if dotted is None:
+            return None
+        head, _, tail = dotted.partition(".")
+        if head in self.aliases:
+            full = self.aliases[head]
+            return f"{full}.{tail}" if tail else full
+        assigned = self.assigned(head) if head.isidentifier() else None
+        if assigned:
+            return f"{assigned}.{tail}" if tail else assigned
+        if isinstance(node, ast.Name):
+            for module in self.star_modules:
+                candidate = f"{module}.{head}"
+                if candidate in _SHELL_CALLS | _MOVE_CALLS | _KILL_CALLS | set(_DELETE_CALLS):
+                    return candidate
+        return dotted

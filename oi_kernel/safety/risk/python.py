@@ -21,9 +21,8 @@ from oi_kernel.safety.risk.common import (
     _short,
     nested_findings,
 )
-from oi_kernel.safety.risk.names import StaticStrings
+from oi_kernel.safety.risk.names import QualifiedNames, StaticStrings
 from oi_kernel.safety.risk.opaque import OpacityChecks
-from oi_kernel.safety.risk.opaque_names import GETATTR, IMPORTERS
 from oi_kernel.safety.risk.python_calls import (
     _DELETE_CALLS,
     _DUMPERS,
@@ -103,22 +102,18 @@ class _PythonReviewer(OpacityChecks):
     def __init__(self, tree: ast.Module, depth: int) -> None:
         self.tree = tree
         self.depth = depth
-        self.aliases: dict[str, str] = {}
-        self.star_modules: list[str] = []
         self.parents: dict[ast.AST, ast.AST] = {}
         self.tainted: set[str] = set()
         self.decoded: set[str] = set()
         self.strings = StaticStrings(tree)
-        self._resolving: set[str] = set()
-        self._assigned_cache: dict[str, str | None] = {}
+        self.names = QualifiedNames(tree, self.strings)
+        self.aliases = self.names.aliases
         self.found: _Found = []
 
     def run(self) -> _Found:
         for node in ast.walk(self.tree):
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                self._import(node)
         self._taint()
         self._taint_decoded(self.tree)
         for node in ast.walk(self.tree):
@@ -128,95 +123,9 @@ class _PythonReviewer(OpacityChecks):
     def _add(self, node: ast.AST, category: str, severity: str, text: str) -> None:
         self.found.append((getattr(node, "lineno", 0), _Finding(category, severity, text)))
 
-    # -- names
-
-    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                local = alias.asname or alias.name.split(".")[0]
-                self.aliases[local] = alias.name if alias.asname else local
-            return
-        module = node.module or ""
-        for alias in node.names:
-            if alias.name == "*":
-                self.star_modules.append(module)
-            else:
-                self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-
-    def _dotted(self, node: ast.AST) -> str | None:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Attribute):
-            base = self._dotted(node.value)
-            return f"{base}.{node.attr}" if base else None
-        if isinstance(node, ast.Call) and node.args:
-            called = self.qualname(node.func)
-            if called in IMPORTERS:
-                return self._single(node.args[0])
-            if called in GETATTR and len(node.args) >= 2:
-                base, attr = self._dotted(node.args[0]), self._single(node.args[1])
-                return f"{base}.{attr}" if base and attr else None
-        if isinstance(node, ast.Subscript):
-            return self._dotted_lookup(node)
-        return None
-
-    def _single(self, node: ast.AST) -> str | None:
-        values = self.strings.values(node)
-        return next(iter(values)) if values and len(values) == 1 else None
-
-    def _dotted_lookup(self, node: ast.Subscript) -> str | None:
-        """``sys.modules["os"]`` → os, ``os.__dict__["system"]`` → os.system, ``globals()["f"]``."""
-        key, container = self._single(node.slice), node.value
-        if key is None:
-            return None
-        if self.qualname(container) == "sys.modules":
-            return key
-        if isinstance(container, ast.Attribute) and container.attr == "__dict__":
-            base = self._dotted(container.value)
-            return f"{base}.{key}" if base else None
-        if isinstance(container, ast.Call) and isinstance(container.func, ast.Name):
-            if container.func.id == "vars" and container.args:
-                base = self._dotted(container.args[0])
-                return f"{base}.{key}" if base else None
-            if container.func.id in ("globals", "locals"):
-                return key
-        return None
-
-    def _assigned(self, name: str) -> str | None:
-        """What ``name`` stands for when the block binds it only to one dotted name:
-        ``sh = os.system`` → os.system, ``x = __import__("subprocess")`` → subprocess."""
-        if name in self._assigned_cache:
-            return self._assigned_cache[name]
-        bound = self.strings.bindings.get(name, [])
-        if not bound or name in self._resolving or any(v is None or loop for _, v, loop in bound):
-            return None
-        self._resolving.add(name)
-        try:
-            targets = {self.qualname(v) for _, v, _ in bound}  # type: ignore[arg-type]
-        finally:
-            self._resolving.discard(name)
-        target = targets.pop() if len(targets) == 1 else None
-        self._assigned_cache[name] = target if target and target != name else None
-        return self._assigned_cache[name]
-
     def qualname(self, node: ast.AST) -> str | None:
         """``sh.rmtree`` → ``shutil.rmtree`` after ``import shutil as sh``."""
-        dotted = self._dotted(node)
-        if dotted is None:
-            return None
-        head, _, tail = dotted.partition(".")
-        if head in self.aliases:
-            full = self.aliases[head]
-            return f"{full}.{tail}" if tail else full
-        assigned = self._assigned(head) if head.isidentifier() else None
-        if assigned:
-            return f"{assigned}.{tail}" if tail else assigned
-        if isinstance(node, ast.Name):
-            for module in self.star_modules:
-                candidate = f"{module}.{head}"
-                if candidate in _SHELL_CALLS | _MOVE_CALLS | _KILL_CALLS | set(_DELETE_CALLS):
-                    return candidate
-        return dotted
+        return self.names.qualname(node)
 
     def _is_network_call(self, node: ast.AST) -> bool:
         if not isinstance(node, ast.Call):

@@ -1,9 +1,5 @@
 """The probe's file side: the scan kept current by inotify, and the audit hook that saves a
-file's pre-image before a step writes it. The second part of the probe (see ``probe.py``).
-
-Where the probe runs, ``probe_loader`` joins this file's source to ``probe.py``'s as one module
-and leaves out the import from ``probe`` below (the names are then that module's own); imported
-as ``oi_kernel.execution.probe_watch``, the same names come from ``probe``.
+file's pre-image before a step writes it. A part of the probe (see ``changes.py``).
 """
 
 import hashlib
@@ -12,7 +8,7 @@ import stat
 import struct
 import sys
 
-from oi_kernel.execution.probe import (
+from .changes import (
     FRONTEND_SAVED,
     WRITE_FLAGS,
     Settings,
@@ -23,7 +19,7 @@ from oi_kernel.execution.probe import (
     _walk,
     ignored,
 )
-from oi_kernel.execution.probe_guard import _Guard, check
+from .guard import _Guard, check
 
 # inotify(7) constants (Linux)
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -199,7 +195,7 @@ class _Watch:
 
 
 _EVENT = struct.Struct("iIII")
-_State.watcher = _Watch  # ``scan`` (probe.py) keeps its result current from now on
+_State.watcher = _Watch  # ``scan`` (changes.py) keeps its result current from now on
 
 
 def hook():
@@ -219,7 +215,7 @@ _DIR_FDS = {"os.remove": (1, None), "os.rmdir": (1, None), "shutil.rmtree": (1, 
 def _audit(event, args):
     """Save pre-images before a step writes, renames or removes a file. Called for every
     audit event of the process (each ``id()``, ``compile``...): the others leave at once.
-    First, while guarded code may be alive, the runtime guard's ``check`` (probe_guard.py)."""
+    First, while guarded code may be alive, the runtime guard's ``check`` (guard.py)."""
     if _Guard.on:
         check(event, args)
     if event not in _AUDITED:

@@ -1,11 +1,7 @@
 """What a checkpoint holds of the namespace besides a fork: the values it keeps itself
 (``_keep``), and a copy of a namespace of builtin data, made instead of a fork
-(``_copy_plain``). The third part of the probe (see ``probe.py``; used by
-``probe_checkpoints.py``).
-
-Where the probe runs, ``probe_loader`` joins this file's source to the parts before it as one
-module and leaves out the imports from them below; imported as
-``oi_kernel.execution.probe_copy``, the same names come from those modules.
+(``_copy_plain``). A part of the probe (see ``changes.py``; used by
+``checkpoints.py``).
 """
 
 import gc
@@ -14,7 +10,7 @@ import pickle
 import types
 import weakref
 
-from oi_kernel.execution.probe import Settings, _identity
+from .changes import Settings, _identity
 
 _BY_REFERENCE = (types.FunctionType, type, types.BuiltinFunctionType, types.MethodType)
 _PLAIN = frozenset({int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,

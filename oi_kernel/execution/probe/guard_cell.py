@@ -1,4 +1,4 @@
-"""The runtime guard around a cell: the second part of the guard (see ``probe_guard.py``).
+"""The runtime guard around a cell: the second part of the guard (see ``guard.py``).
 
 ``guard_arm`` has IPython's ``pre_run_cell`` turn the guard on for the next cell
 (``guard_on``) and its ``post_run_cell`` turn it off (``guard_off``), which also compares
@@ -9,9 +9,6 @@ guarded: threads it starts (``threading.Thread`` marks them), exit handlers and 
 it registers (``_Later``), asyncio callbacks and tasks (they carry the context variable).
 The memory limit is ``RLIMIT_AS`` lowered to what the kernel uses plus the step's share,
 and put back after the cell.
-
-Where the probe runs, ``probe_loader`` joins this file's source to the other parts' as one
-module and leaves out the imports from them below.
 """
 
 import builtins
@@ -20,8 +17,8 @@ import sys
 import threading
 import types
 
-from oi_kernel.execution.probe import _shell
-from oi_kernel.execution.probe_guard import (
+from .changes import _shell
+from .guard import (
     _GUARDED,
     _folders,
     _get_ident,

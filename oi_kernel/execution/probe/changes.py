@@ -1,19 +1,17 @@
 """What a step changed, and checkpoints to roll it back: the part that runs where the code runs.
 
-Standard library only. Four parts: this file, ``probe_watch.py``, ``probe_copy.py`` and
-``probe_checkpoints.py``, each importing what it uses from the ones before it. Where the code
-runs, ``probe_loader`` joins their source (leaving out those imports) into one private module,
-``sys.modules['_oi_probe']``, in the child kernel (``ChildRunner``: a sandboxed or remote child
+Standard library only. The first part of the probe package (see its ``__init__``), which
+installs its parts as one private package, ``sys.modules['_oi_probe']``, in the child kernel (``ChildRunner``: a sandboxed or remote child
 may have no ``oi_kernel`` to import) or in the user's process (``ShellExecutor``, for
 ``%%oi``); nothing is added to the user's namespace. Both call ``call(name, *args)`` (in
-``probe_checkpoints.py``), whose results are JSON-ready.
+``checkpoints.py``), whose results are JSON-ready.
 
 Change summary (``begin`` / ``end``): each public variable is fingerprinted by identity,
 type and a cheap description (length, shape, dtype, or the value of small scalars and short
 strings); nothing is pickled or copied. The working directory is scanned with ``os.scandir``
 (size, mtime, inode) within a time budget and a file cap, skipping caches and VCS folders;
 on Linux a complete scan is then kept up to date from inotify events on the folders it listed
-(``_Watch``, in ``probe_watch.py``), so later scans cost the changes, not the files: any writer's changes are seen,
+(``_Watch``, in ``watch.py``), so later scans cost the changes, not the files: any writer's changes are seen,
 and anything the events cannot say exactly (a queue overflow, a folder created, removed or
 moved) makes the next scan a full one again.
 
@@ -252,7 +250,7 @@ def scan(root, budget_s=None, max_files=None, listed=None):
     """``({relative path: (size, mtime_ns, inode)}, complete)`` of regular files under root;
     ``listed`` (a set) receives the relative paths of the folders listed to the end. With
     the default budget and cap, the result of the last complete scan brought up to date
-    from inotify events when that is exact (``_Watch``, probe_watch.py)."""
+    from inotify events when that is exact (``_Watch``, watch.py)."""
     watcher = _State.watcher
     if watcher is not None and Settings.watch and budget_s is None and max_files is None:
         return watcher.scan(root, listed)
@@ -336,14 +334,14 @@ class _State:
     before_complete = True
     before_listed = set()
     root = ""
-    checkpoints = {}  # id -> Checkpoint
-    current = None  # the Checkpoint whose pre-images are being recorded
+    checkpoints = {}  # id -> Snapshot (checkpoints.py)
+    current = None  # the Snapshot whose pre-images are being recorded
     hooked = False
     in_hook = False
     relist = None  # the checkpoint whose files the next cell lists again (``arm_relist``)
     relist_hooked = False
-    watcher = None  # probe_watch's ``_Watch`` once that part is loaded (see ``scan``)
-    take_reads = None  # probe_watch's ``_take_reads``: the workspace files a step read
+    watcher = None  # watch.py's ``_Watch`` once that part is loaded (see ``scan``)
+    take_reads = None  # watch.py's ``_take_reads``: the workspace files a step read
 
 
 def begin(language="python"):
@@ -409,7 +407,7 @@ def _hand_over(cp, to):
     """Give ``to`` (the checkpoint before ``cp``, which is dropped) what ``cp`` recorded of
     files first changed after it, so undo to ``to`` puts them back as they were (what ``to``
     has already wins). ``cp``: one taken while the model was asked and then not used, or
-    taken again because code ran in between (``probe_checkpoints.drop``)."""
+    taken again because code ran in between (``checkpoints.drop``)."""
     for path, saved in cp.preimages.items():
         if path in to.preimages or path in to.too_big:
             continue

@@ -1,10 +1,5 @@
 """Checkpoints and rollback, and the probe's entry point ``call``: the last part of the probe
-(see ``probe.py``).
-
-Where the probe runs, ``probe_loader`` joins this file's source to ``probe.py``'s,
-``probe_watch.py``'s and ``probe_copy.py``'s as one module and leaves out the imports from them
-below (the names are then that module's own); imported as
-``oi_kernel.execution.probe_checkpoints``, the same names come from those modules.
+(see ``changes.py``).
 """
 
 import json
@@ -14,7 +9,7 @@ import shutil
 import signal
 import time
 
-from oi_kernel.execution.probe import (
+from .changes import (
     FRONTEND_SAVED,
     Settings,
     _before,
@@ -30,13 +25,16 @@ from oi_kernel.execution.probe import (
     public_names,
     scan,
 )
-from oi_kernel.execution.probe_copy import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
-from oi_kernel.execution.probe_guard_cell import guard_arm, guard_taken
-from oi_kernel.execution.probe_watch import _Watch, hook
+from .guard_cell import guard_arm, guard_taken
+from .values import _BY_REFERENCE, _PLAIN, _copy_plain, _deref, _keep
+from .watch import _Watch, hook
 
 
 # ----------------------------------------------------------------------------- checkpoints
-class Checkpoint:
+class Snapshot:
+    """What the probe holds for one checkpoint (the engine's ``core.rollback.Checkpoint``):
+    a fork or a copy of the namespace, and the files' pre-images."""
+
     def __init__(self, cid):
         self.cid = cid
         self.dir = os.path.join(Settings.store, str(cid))
@@ -385,7 +383,7 @@ def checkpoint(cid, store, snapshot=False, drop_ids=(), relist=False):
     Settings.store = os.path.abspath(store)  # relative: to where the code runs (a remote kernel)
     hook()
     started = time.perf_counter()
-    cp = Checkpoint(cid)
+    cp = Snapshot(cid)
     _State.checkpoints[cid] = cp
     _State.current = cp
     cp.save_index()
@@ -436,7 +434,7 @@ def _restore_from_disk(cid, store):
         names = []
     for name in names:
         if name.isdigit() and int(name) >= cid:
-            cp = Checkpoint.from_disk(os.path.join(store, name), int(name))
+            cp = Snapshot.from_disk(os.path.join(store, name), int(name))
             if cp is not None:
                 kept.append(cp)
     kept.sort(key=lambda c: c.cid, reverse=True)
@@ -466,7 +464,7 @@ def drop(cid):
 
 
 def guard(settings):
-    """Run the next cell under the runtime guard (probe_guard.py) with ``settings``."""
+    """Run the next cell under the runtime guard (guard.py) with ``settings``."""
     hook()
     return guard_arm(settings)
 

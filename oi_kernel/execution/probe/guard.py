@@ -1,7 +1,7 @@
 """The runtime guard: what a step that runs without asking may not do. A part of the probe
-(see ``probe.py``), so it runs where the code runs and needs nothing but the standard library.
+(see ``changes.py``), so it runs where the code runs and needs nothing but the standard library.
 
-While a guarded step runs, the probe's one audit hook (``probe_watch._audit``) hands each
+While a guarded step runs, the probe's one audit hook (``watch._audit``) hands each
 audit event to ``check`` first, which raises ``PermissionError`` for: network (connect,
 sendto, bind, name lookups, urllib/http/ftp/smtp...), writes outside the workspace or over
 files that existed before the step (``open`` with a write mode or flags, ``os.truncate``,
@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 
-from oi_kernel.execution.probe import WRITE_FLAGS, _at, _State
+from .changes import WRITE_FLAGS, _at, _State
 
 # the guarded step (its serial number) the code running now belongs to; 0: none
 _GUARDED = contextvars.ContextVar("oi_guarded", default=0)

@@ -1,0 +1,214 @@
+"""The events of a session around its instructions: its start and end, checkpoints and
+rollbacks, the conversation forgotten, saved or loaded, a profile applied, tools offered,
+a new child kernel, a cell run without the model, ``%rebuild``. Each names its record
+(``core.recorded.Recorded``); ``core.events`` re-exports them with the turn's events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from oi_kernel.core.recorded import Recorded
+
+__all__ = [
+    "SessionStarted", "SessionEnded", "CheckpointKept", "RolledBack", "ConversationReset",
+    "ConversationUndone", "ConversationSaved", "ConversationLoaded", "ProfileApplied",
+    "ToolsOffered", "ChildRestarted", "DirectRun", "Rebuilt",
+]
+
+
+@dataclass(frozen=True)
+class SessionStarted(Recorded):
+    """A session log was opened: who writes it (``kernel``: the front door), with which
+    model, child kernel, working directory and versions; ``headless``: ``oi-kernel run``."""
+
+    record_kind: ClassVar[str] = "session_start"
+    doc: ClassVar[str] = ("`kernel` (`\"open-interpreter\"`, `\"ipython-magic\"` or "
+                          "`\"api\"`), `model`, `child_kernel` (kernelspec name), "
+                          "`cwd`, `oi_version`, `python`, `headless` (true only for "
+                          "`oi-kernel run`)")
+    kernel: str
+    model: str
+    cwd: str
+    oi_version: str
+    python: str
+    child_kernel: str | None = None
+    headless: bool = False
+
+    def to_record(self) -> dict[str, Any]:
+        fields = {"kernel": self.kernel, "model": self.model, "cwd": self.cwd,
+                  "oi_version": self.oi_version, "python": self.python}
+        if self.child_kernel is not None:
+            fields["child_kernel"] = self.child_kernel
+        return {**fields, **({"headless": True} if self.headless else {})}
+
+
+@dataclass(frozen=True)
+class SessionEnded(Recorded):
+    """The session closed its log (the last record)."""
+
+    record_kind: ClassVar[str] = "session_end"
+    doc: ClassVar[str] = "(none)"
+
+
+@dataclass(frozen=True)
+class CheckpointKept(Recorded):
+    """A checkpoint was kept before an instruction's first code (``info``: the probe's)."""
+
+    record_kind: ClassVar[str] = "checkpoint"
+    doc: ClassVar[str] = ("`turn` (the checkpoint's number), `id`, `fork` (bool: a "
+                          "fork of the process keeps the namespace), `copy` (bool, "
+                          "since 0.1.0: the namespace was builtin data, kept as an "
+                          "in-memory copy instead; older logs lack it), "
+                          "`variables`, `files`, `cost_s`: kept before the "
+                          "instruction's first code step")
+    FIELDS: ClassVar[tuple[str, ...]] = ("id", "fork", "copy", "variables", "files", "cost_s")
+    turn: int
+    info: dict[str, Any]
+
+    def to_record(self) -> dict[str, Any]:
+        return {"turn": self.turn, **{k: self.info[k] for k in self.FIELDS if k in self.info}}
+
+
+@dataclass(frozen=True)
+class RolledBack(Recorded):
+    """The state went back to before instruction ``turn`` (``report``: what was restored)."""
+
+    record_kind: ClassVar[str] = "rollback"
+    doc: ClassVar[str] = ("`turn` (the checkpoint gone back to), `variables`, "
+                          "`removed_variables`, `problems` `[{name, type, why}]` "
+                          "(not restorable), `restored`, `removed`, `not_restored` "
+                          "(files), `namespace_lost` (after a kernel restart)")
+    turn: int
+    report: dict[str, Any]
+
+    def to_record(self) -> dict[str, Any]:
+        return {"turn": self.turn, **self.report}
+
+
+@dataclass(frozen=True)
+class ConversationReset(Recorded):
+    """The conversation was forgotten."""
+
+    record_kind: ClassVar[str] = "conversation_reset"
+    doc: ClassVar[str] = "(none): `%reset` forgot the conversation"
+
+
+@dataclass(frozen=True)
+class ConversationUndone(Recorded):
+    """The last ``turns`` instructions were forgotten; ``messages`` remain."""
+
+    record_kind: ClassVar[str] = "conversation_undo"
+    doc: ClassVar[str] = ("`turns` (the instructions forgotten), `messages` (the messages "
+                          "that remain)")
+    turns: int
+    messages: int
+
+
+@dataclass(frozen=True)
+class ConversationSaved(Recorded):
+    """The conversation was saved to ``path``."""
+
+    record_kind: ClassVar[str] = "conversation_saved"
+    doc: ClassVar[str] = "`path`, `turns`: the conversation saved (`%save`)"
+    path: str
+    turns: int
+
+
+@dataclass(frozen=True)
+class ConversationLoaded(Recorded):
+    """A saved conversation was loaded from ``path``."""
+
+    record_kind: ClassVar[str] = "conversation_loaded"
+    doc: ClassVar[str] = "`path`, `turns`, `messages`: a saved conversation loaded (`%load`)"
+    path: str
+    turns: int
+    messages: int
+
+
+@dataclass(frozen=True)
+class ProfileApplied(Recorded):
+    """A profile (or none) was applied with these settings."""
+
+    record_kind: ClassVar[str] = "profile"
+    doc: ClassVar[str] = ("`name`, `path` (null: no profile), `selected_by` (what chose it), "
+                          "`settings` (what it set)")
+    name: str | None
+    path: str | None
+    selected_by: str
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolsOffered(Recorded):
+    """The notebook functions offered to the model changed."""
+
+    record_kind: ClassVar[str] = "tools_offered"
+    doc: ClassVar[str] = "`functions`: the notebook functions offered to the model (`%tool`)"
+    functions: list[str]
+
+
+@dataclass(frozen=True)
+class ChildRestarted(Recorded):
+    """A new child kernel replaced the previous one (its variables are gone)."""
+
+    record_kind: ClassVar[str] = "child_restart"
+    doc: ClassVar[str] = "`reason`"
+    reason: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        return {"reason": self.reason, **self.fields}
+
+
+@dataclass(frozen=True)
+class DirectRun(Recorded):
+    """A cell ran as is, without the model (``%%python``, a shell line, the API's
+    ``run_code``)."""
+
+    record_kind: ClassVar[str] = "direct"
+    doc: ClassVar[str] = ("`kind` (`\"python\"` or `\"shell\"`), `code`, `status`, "
+                          "`outputs`, `duration_s`: a cell the user ran in the "
+                          "child without the LLM. `code` is the IPython source sent"
+                          " to the child: the body of a `%%python` cell, or the "
+                          "`!cmd` line (a shell `code` without a leading `!` is "
+                          "exported with one).")
+    kind: str  # python or shell
+    code: str
+    status: str
+    outputs: list[dict[str, Any]]
+    duration_s: float | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"kind": self.kind, "code": self.code, "status": self.status,
+                "outputs": self.outputs,
+                **({"duration_s": self.duration_s} if self.duration_s is not None else {})}
+
+
+@dataclass(frozen=True)
+class Rebuilt(Recorded):
+    """``%rebuild`` re-ran the recorded code of a lost child kernel in a new one: why the
+    old one was lost, how many steps were planned and ran, the one that failed (its place
+    and why; "" when none), what was skipped and why, the files restored, and how far
+    through the plan it got."""
+
+    record_kind: ClassVar[str] = "rebuild"
+    doc: ClassVar[str] = ("`lost` (why the previous child kernel was lost: `\"it "
+                          "died\"` or `\"it was restarted (REASON)\"`), `planned` "
+                          "(steps to re-run), `ran`, `failed` (the step that "
+                          "stopped it and why; `\"\"` when none), `skipped` (`\"where:"
+                          " why\"` for each step not re-run), `files` (the file "
+                          "restore's report, `{}` when none), `done` (the plan's "
+                          "steps handled, ran or skipped; below `planned` when it "
+                          "stopped, and the next `%rebuild` goes on from there): "
+                          "`%rebuild` re-ran a lost kernel's steps, recorded as a "
+                          "turn titled `%rebuild` whose `turn_start` has `rebuild` "
+                          "(the same as `lost`); see [rollback.md](rollback.md)")
+    lost: str
+    planned: int
+    ran: int
+    failed: str = ""
+    skipped: list[str] = field(default_factory=list)
+    files: dict[str, Any] = field(default_factory=dict)
+    done: int = 0  # the plan's steps handled (ran or skipped) so far: a next rebuild goes on

@@ -1,0 +1,181 @@
+"""Settings resolved once (issue 41): every setting of a session with its value and where it
+came from (default, environment, config, keyword argument, profile, the administrator's
+policy, a session command); ``%config`` / ``%oi config`` shows them; a malformed setting in any
+source says which source and how to fix it. Sessions from ``build_session`` (the assembly of
+every front door), and real kernels at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from traitlets.config import Config, Configurable
+
+from oi_kernel import config
+from oi_kernel.approval.approvers import RefuseApprover
+from oi_kernel.errors import OIError
+from oi_kernel.session import commands
+from oi_kernel.session.assembly import build_session
+from oi_kernel.session.policy import load_policy
+from oi_kernel.session.profiles import ProfileError
+from oi_kernel.session.resolved import resolve
+from tests.kernel_client import KernelSession
+from tests.test_kernel import kernel_env
+from tests.test_policy import write_policy
+from tests.test_profiles import isolated, write_profile  # noqa: F401 (a fixture)
+
+
+def new_session(tmp: Path, cfg: Config | None = None, rules: dict[str, Any] | None = None,
+                **kw: Any) -> Any:
+    admin = tmp / "admin"
+    admin.mkdir(exist_ok=True)
+    if rules:
+        write_policy(admin, rules)
+    parent = Configurable(config=cfg or Config())
+    return build_session("api", approver=RefuseApprover(), parent=parent,
+                         policy=load_policy([admin]), logging=False, **kw)
+
+
+def command(s: Any, line: str, prefix: str = "%") -> str:
+    said: list[str] = []
+    asyncio.run(commands.run_command(commands.CommandContext(s, said.append, lambda: None),
+                                     line))
+    return "\n".join(said)
+
+
+@pytest.mark.unit
+def test_each_value_remembers_its_source(isolated, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("OI_STEP_TIMEOUT", "300")
+    cfg = Config()
+    cfg.Engine.max_images = 5
+    s = new_session(isolated, cfg, engine_options={"max_output_chars": 900})
+    settings = resolve(s)
+    assert settings["step_timeout"].source == "OI_STEP_TIMEOUT"
+    assert settings["step_timeout"].value == 300
+    assert settings["max_images"].source == "c.Engine.max_images"
+    assert settings["max_output_chars"].source == "keyword argument"
+    assert settings["reply_reserve"].source == "default"
+    command(s, "approval risky")
+    assert resolve(s)["approval"].source == "%approval"
+    command(s, "auto_run on")
+    assert resolve(s)["approval"].source == "%auto_run"
+    assert settings["approval"].source == "default"  # the earlier object did not change
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.items[0].value = 1  # type: ignore[misc]
+
+
+@pytest.mark.unit
+def test_a_profile_and_clearing_it(isolated):  # noqa: F811
+    write_profile(isolated / "project" / ".oi" / "profiles", "team",
+                  "max_steps: 4\ntemperature: 0.5\n")
+    s = new_session(isolated)
+    command(s, "profile team")
+    assert resolve(s)["max_steps"].source == "profile team"
+    assert resolve(s)["LLM.temperature"].source == "profile team"
+    command(s, "profile --clear")
+    assert resolve(s)["max_steps"].source == "default"
+
+
+@pytest.mark.unit
+def test_the_policy_floor_is_the_source_it_raised(isolated, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("OI_APPROVAL", "never")
+    s = new_session(isolated, rules={"approval": "four-eyes", "max_steps": 3})
+    settings = resolve(s)
+    assert settings["approval"].value == "four-eyes"
+    policy_file = isolated / "admin" / "oi_kernel_policy.json"
+    assert settings["approval"].source == f"the administrator's policy ({policy_file})"
+    assert settings["max_steps"].source == f"the administrator's policy ({policy_file})"
+    text = command(s, "config")
+    assert f"- `approval`: `four-eyes` — the administrator's policy ({policy_file})" in text
+    assert "**Administrator's policy:** approval at least `four-eyes`" in text
+
+
+@pytest.mark.unit
+def test_config_command_lists_values_with_sources_and_hides_secrets(isolated, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("OI_STEP_TIMEOUT", "300")
+    cfg = Config()
+    cfg.LLM.api_key = "sk-very-secret"
+    s = new_session(isolated, cfg)
+    text = command(s, "config")
+    assert "- `step_timeout`: `300` — OI_STEP_TIMEOUT" in text
+    assert "- `api_key`: (set) — c.LLM.api_key" in text
+    assert "sk-very-secret" not in text
+    assert "- `gateway_token`: (not set) — default" in text
+    assert "- `max_tokens_per_session`: `0` — default" in text  # a limit, not a secret
+    assert "**Engine**" in text and "**LLM**" in text and "**ChildKernel**" in text
+    only = command(s, "config timeout")
+    assert "step_timeout" in only and "max_steps" not in only
+    assert "No setting matches `nothing_like_this`" in command(s, "config nothing_like_this")
+
+
+# ------------------------------------------------------------- bad input names its source
+@pytest.mark.unit
+def test_a_bad_environment_value_names_the_variable_and_what_it_must_be(isolated, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("OI_MAX_STEPS", "ten")
+    config.take_warnings()
+    s = new_session(isolated)
+    assert s.engine.max_steps == 10
+    [warning] = [w for w in config.take_warnings() if "OI_MAX_STEPS" in w]
+    assert "OI_MAX_STEPS='ten' is not a whole number; using 10." in warning
+    assert resolve(s)["max_steps"].source == "default"
+
+
+@pytest.mark.unit
+def test_a_bad_config_value_names_the_setting_and_keeps_the_default(isolated):  # noqa: F811
+    cfg = Config()
+    cfg.Engine.max_steps = "ten"
+    config.take_warnings()
+    s = new_session(isolated, cfg)
+    [warning] = [w for w in config.take_warnings() if "max_steps" in w]
+    assert warning.startswith("Ignored c.Engine.max_steps = 'ten' from the configuration:")
+    assert "Most LLM calls for one instruction" in warning  # the help says what it is
+    assert s.engine.max_steps == 10
+
+
+@pytest.mark.unit
+def test_a_bad_profile_value_names_the_file_and_the_choices(isolated):  # noqa: F811
+    path = write_profile(isolated / "project" / ".oi" / "profiles", "bad", "approval: sometimes\n")
+    s = new_session(isolated)
+    with pytest.raises(ProfileError) as info:
+        command(s, "profile bad")
+    assert str(path) in str(info.value)
+    assert "'approval' must be one of always, risky, never, four-eyes, four-eyes-all" in str(
+        info.value)
+
+
+@pytest.mark.unit
+def test_a_bad_policy_value_names_the_file_and_line(isolated):  # noqa: F811
+    s = new_session(isolated, rules={"comment": "x", "approval": "sometimes"})
+    [problem] = s.policy.problems
+    assert f"{isolated / 'admin' / 'oi_kernel_policy.json'}, line 3: 'approval' must be one of " \
+        "always, risky, never, four-eyes, four-eyes-all; got 'sometimes'" == problem
+
+
+@pytest.mark.unit
+def test_a_bad_command_value_says_the_usage(isolated):  # noqa: F811
+    s = new_session(isolated)
+    with pytest.raises(OIError, match=r"Usage: approval always\|risky\|never\|four-eyes\|"):
+        command(s, "approval sometimes")
+    assert resolve(s)["approval"].source == "default"
+
+
+# ------------------------------------------------------------- real kernels
+@pytest.mark.kernel
+def test_config_in_the_kernel_and_in_the_magic(_server, tmp_path):
+    from tests.test_magics import start_kernel
+
+    env = kernel_env(_server, tmp_path, OI_STEP_TIMEOUT="300")
+    with KernelSession(env=env, cwd=str(tmp_path)) as ks:
+        assert "- `step_timeout`: `300` — OI_STEP_TIMEOUT" in ks.execute("%config").text
+        ks.execute("%approval risky")
+        assert "- `approval`: `risky` — %approval" in ks.execute("%config approval").text
+    ks = start_kernel(_server, tmp_path)
+    try:
+        assert ks.execute("%oi approval four-eyes").status == "ok"
+        text = ks.execute("%oi config approval").text
+        assert "- `approval`: `four-eyes` — %oi approval" in text
+    finally:
+        ks.close()
