@@ -73,6 +73,9 @@ with S.ScriptedLLMServer() as server:
                        asyncio.run(ask(llm)), asyncio.run(ask(llm))]}
     out["cancel_s"] = asyncio.run(cancelled(llm))
     out["results"].append(asyncio.run(ask(llm)))
+    server.enqueue(S.error(400, "this model does not support tools"))
+    out["results"].append(asyncio.run(ask(llm, TOOL)))
+    out["refused"] = llm.tools_refused()
     out["tokens"] = llm.count_tokens("one two three")
     out["uses_tools"] = llm.uses_tools()
     out["window"] = llm.context_window()
@@ -108,9 +111,10 @@ def test_the_host_answers_as_the_kernel_would_and_leaves_after_it(tmp_path):
     assert hosted["host"] and plain["host"] is None
     assert hosted["imported_here"] is False, "the host did not serve: litellm imported here"
     assert plain["imported_here"] is True
-    for key in ("results", "tokens", "uses_tools", "window", "events"):
+    for key in ("results", "tokens", "uses_tools", "window", "events", "refused"):
         assert hosted[key] == plain[key], key
-    text, call, auth, server, after = hosted["results"]
+    text, call, auth, server, after, no_tools = hosted["results"]
+    assert no_tools["error"] == "LLMToolsUnsupportedError" and hosted["refused"]
     assert text["text"] == "Hello there." and call["calls"][0][0] == "execute"
     assert auth["error"] == "LLMAuthError" and server["error"] == "LLMError"
     assert ["retry", server_retry_line(hosted)] in hosted["events"]

@@ -160,7 +160,7 @@ def error_of(llm: LLM, event: dict[str, Any]) -> Exception:
     """The host's exception as the kernel would have raised it."""
     kind = getattr(errors, event.get("class", ""), None)
     if event.get("said"):
-        llm._remember_no_tools(event["said"])
+        llm._no_tools[(llm.model, llm.api_base)] = event["said"]  # as LLM.stream does
     if isinstance(kind, type) and issubclass(kind, errors.LLMError):
         return kind(event["message"], event.get("partial", ""))
     try:
