@@ -136,9 +136,11 @@ def test_prompt_permission_run_result(llm_server, tmp_path):
     assert start.kind == "execute" and "x = 6 * 7" in text_of(start)
     [(asked, options)] = client.permissions
     assert asked.tool_call_id == start.tool_call_id
-    assert {o.kind: o.name for o in options} == {
-        "allow_once": "Run", "allow_always": "Run all", "reject_once": "Skip",
-        "reject_always": "Stop"}
+    assert [(o.option_id, o.kind, o.name) for o in options] == [
+        ("allow_once", "allow_once", "Run"),
+        ("preview", "allow_once", "Preview (in a disposable copy first)"),
+        ("allow_always", "allow_always", "Run all"), ("reject_once", "reject_once", "Skip"),
+        ("reject_always", "reject_always", "Stop")]
     [done] = client.finished()
     assert done.tool_call_id == start.tool_call_id and done.status == "completed"
     assert "42" in text_of(done)

@@ -157,11 +157,11 @@ def test_engine_backstop_turns_the_authors_own_run_into_a_skip():
     engine = _engine("four-eyes")
     request = _request([HIGH])
     engine.steps.four_eyes_for(request)
-    engine.approver = _Says(Decision("run", "x = 1", by="Alice"))
+    engine.steps.approver = _Says(Decision("run", "x = 1", by="Alice"))
     decision = asyncio.run(engine.steps._decide(request, False))
     assert decision.action == "skip" and decision.by == "Alice"
     assert "someone else" in decision.reason
-    engine.approver = _Says(Decision("run", "x = 1", by="bob"))
+    engine.steps.approver = _Says(Decision("run", "x = 1", by="bob"))
     assert asyncio.run(engine.steps._decide(request, False)).action == "run"
 
 

@@ -279,6 +279,12 @@ def test_the_session_knows_what_earlier_steps_imported_and_defined():
     assert not check("python", "clean(X)", session=names).safe
 
 
+def _runner(approval: str) -> StepRunner:
+    """A step runner with only its settings (the review and ``needs_approval`` read no more)."""
+    return StepRunner(_Host(approval), None, None, None, lambda event: None,  # type: ignore
+                      **dict.fromkeys(("toolbox", "tool_settings", "secrets", "rollback", "log")))
+
+
 class _Host:
     def __init__(self, approval: str) -> None:
         self.approval, self.approval_floor = approval, "never"
@@ -288,7 +294,7 @@ class _Host:
 
 
 def test_risky_asks_on_the_known_safe_flag_and_not_on_advice_alone():
-    runner = StepRunner(_Host("risky"))  # type: ignore[arg-type]
+    runner = _runner("risky")
     write = "with open('output/results.md', 'w') as f:\n    f.write('x')"
     flags = review_or_flag("python", write)
     assert {f.category for f in flags} <= RISKY_ADVICE and flags  # advice on the card
@@ -307,5 +313,5 @@ def test_a_failing_review_fails_closed(monkeypatch):
         raise ValueError("broken table")
 
     monkeypatch.setattr(known_safe, "check", boom)
-    verdict = StepRunner(_Host("risky")).known_safe("python", "x = 1")  # type: ignore[arg-type]
+    verdict = _runner("risky").known_safe("python", "x = 1")
     assert not verdict.safe and "broken table" in verdict.text()

@@ -2,7 +2,7 @@
 speed): the checkpoint keeps the state before the first step, the step's own request brings
 the summary back; anything run in between makes the step ask for ``begin`` again, and a
 failed step still gets its summary. A real child kernel (``ChildRunner``), the engine's
-``Rollback`` part on top (held by an ``EngineSettings``, as the engine holds it)."""
+``Rollback`` part on top (given an ``EngineSettings``, as the engine gives it its own)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.settings import EngineSettings
 from oi_kernel.execution.child import ChildKernel
@@ -26,9 +27,9 @@ class Tracked(EngineSettings):
     def __init__(self, runner: ChildRunner) -> None:
         super().__init__()
         self.executor = runner
-        self.recorder = None
-        self.rollback = Rollback(self)
         self.events: list[str] = []
+        self.rollback = Rollback(self, runner, self.publish, log=self.log,
+                                 conversation=Conversation(), undo=lambda n: [])
         self.calls: list[str] = []
         original = runner.child.execute
 

@@ -299,9 +299,9 @@ def test_small_models_stop_at_their_own_step_cap():
     turn = _run(engine, "What is 1 + 1?")
     assert turn.llm_calls == 3 and len(executor.ran) == 3
     assert turn.end_reason == "max_steps"
-    assert engine.step_limit() == 3
+    assert engine.policy.step_limit() == 3
     engine.max_steps = 2
-    assert engine.step_limit() == 2  # the lower of the two
+    assert engine.policy.step_limit() == 2  # the lower of the two
 
 
 def test_repeating_the_same_failed_code_ends_the_turn():

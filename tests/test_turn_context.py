@@ -91,7 +91,7 @@ def test_replayed_steps_get_the_context_too():
     """``%load --replay`` runs recorded code through the command's (the cell's) sink."""
     engine, executor = _engine()
     blocks = [CodeBlock("python", "p = 1"), CodeBlock("python", "q = 2")]
-    asyncio.run(engine.steps.run_code_steps("replay", blocks, with_context(lambda e: None, CELL)))
+    asyncio.run(engine.run_code_steps("replay", blocks, with_context(lambda e: None, CELL)))
     assert executor.ran == [("p = 1", CELL), ("q = 2", CELL)]
 
 
@@ -168,7 +168,7 @@ class _Asks:
 
 def _asking_engine(approver: Any, *replies: Any) -> tuple[Engine, list[Any]]:
     engine, _ = _engine(*replies)
-    engine.approver = approver
+    engine.steps.approver = approver
     engine.approval = "always"
     recorded: list[Any] = []
     engine.recorder = recorded.append

@@ -244,7 +244,7 @@ def test_recorded_code_run_as_steps_is_rebuilt_too() -> None:
                     approval="always")
     events: list[Any] = []
     blocks = [CodeBlock("python", "print(1)"), CodeBlock("python", "print(2)")]
-    turn = asyncio.run(engine.steps.run_code_steps("replay of a.json", blocks, events.append,
+    turn = asyncio.run(engine.run_code_steps("replay of a.json", blocks, events.append,
                                                    replayed_from="a.json"))
     _same_but_not_shared(rebuild(events), engine)
     assert [s.status for s in turn.steps] == ["ok", "skipped"] and turn.end_reason == "done"

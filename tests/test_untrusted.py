@@ -6,6 +6,7 @@ asks (``needs_approval``) in each approval mode."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -167,8 +168,13 @@ def test_the_flag_names_each_source_and_step():
                                   "response from https://x/y fetched in step 2")
 
 
+_NO_SEAMS: tuple[Any, ...] = (None, None, None, lambda event: None)
+_NO_PARTS: dict[str, Any] = dict.fromkeys(
+    ("toolbox", "tool_settings", "secrets", "rollback", "log"))
+
+
 class _Host:
-    """Just enough of an engine for its step runner's ``needs_approval``."""
+    """Just enough settings for a step runner's ``needs_approval``."""
 
     def __init__(self, approval: str, untrusted_content: str = "") -> None:
         self.approval, self.approval_floor = approval, "never"
@@ -176,7 +182,8 @@ class _Host:
 
 
 def _runner(approval: str, untrusted_content: str = "") -> StepRunner:
-    return StepRunner(_Host(approval, untrusted_content))  # type: ignore[arg-type]
+    return StepRunner(_Host(approval, untrusted_content),  # type: ignore[arg-type]
+                      *_NO_SEAMS, **_NO_PARTS)  # (``needs_approval`` reads only settings)
 
 
 def request(*flags) -> ApprovalRequest:

@@ -118,6 +118,8 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     if (info.state === 'pending') {
       if (this._state !== 'pending') {
         this._renderPending(info);
+      } else if (this._preview) {
+        this._html(this._preview, info.preview_html ?? ''); // a preview arrived
       }
     } else if (info.state === 'decided') {
       this._renderDecided(info);
@@ -179,6 +181,12 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     }
     root.appendChild(codeBox);
 
+    const preview = document.createElement('div');
+    preview.className = 'oi-preview-area';
+    this._html(preview, info.preview_html ?? '');
+    root.appendChild(preview);
+    this._preview = preview;
+
     const bar = document.createElement('div');
     bar.className = 'oi-card-buttons';
     const reason = document.createElement('input');
@@ -201,6 +209,15 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
           code.focus();
         }
       ],
+      [
+        'Preview',
+        'oi-preview',
+        '',
+        info.preview === 'unavailable'
+          ? `Preview is not available: ${info.preview_why ?? ''}`
+          : 'Run it in a disposable copy first: see its output and what it would change',
+        () => send('preview')
+      ],
       ['Skip', CARD_ACTIONS.skip, 'mod-warning', 'Do not run; tell the model', () => send('skip')],
       [
         'Run all',
@@ -215,11 +232,18 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
       if (cls === CARD_ACTIONS.runAll && !info.run_all) {
         continue;
       }
+      if (cls === 'oi-preview' && !info.preview) {
+        continue; // previews are off
+      }
       const button = document.createElement('button');
       button.className = `jupyter-button ${cls} ${style}`.trim();
       button.textContent = label;
       button.title = tip;
       button.addEventListener('click', onClick);
+      if (cls === 'oi-preview' && info.preview === 'unavailable') {
+        button.disabled = true;
+        button.dataset.off = '1'; // stays disabled
+      }
       bar.appendChild(button);
     }
     bar.appendChild(reason);
@@ -261,7 +285,7 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
     } catch (err) {
       this._tell(`The decision did not reach the kernel: ${err}`, true);
     } finally {
-      this._buttons.forEach(b => (b.disabled = false));
+      this._buttons.forEach(b => (b.disabled = b.dataset.off === '1'));
     }
   }
 
@@ -277,5 +301,6 @@ export class CardRenderer extends Widget implements IRenderMime.IRenderer {
   private _state = '';
   private _connection: OIConnection | null = null;
   private _message: HTMLElement | null = null;
+  private _preview: HTMLElement | null = null;
   private _buttons: HTMLButtonElement[] = [];
 }

@@ -91,6 +91,21 @@ export class OIConnection implements IDisposable {
     return this._cardDecided;
   }
 
+  /** Emits the data of every message the kernel sends on this comm. */
+  get messageReceived(): ISignal<this, JSONObject> {
+    return this._messageReceived;
+  }
+
+  /** Send `data` to the kernel; false when the comm is not open. */
+  send(data: JSONObject): boolean {
+    if (!this._comm || this._comm.isDisposed || !this.available) {
+      return false;
+    }
+    this._signMessages();
+    this._comm.send(data);
+    return true;
+  }
+
   /** What the kernel says of approval card `card`. */
   cardState(card: string): Promise<ICardStateReply> {
     return this._request({
@@ -159,6 +174,7 @@ export class OIConnection implements IDisposable {
       return;
     }
     this._isDisposed = true;
+    this._closeComm(); // the kernel learns the notebook closed (waiting cell edits end)
     this._drop('notebook closed', false);
     NotebookActions.executed.disconnect(this._onExecuted, this);
     Signal.clearData(this);
@@ -254,6 +270,7 @@ export class OIConnection implements IDisposable {
     if (comm !== this._comm) {
       return;
     }
+    this._messageReceived.emit(msg.content.data);
     const message = parseKernelMessage(msg.content.data);
     if (!message) {
       return;
@@ -279,6 +296,19 @@ export class OIConnection implements IDisposable {
           this._pending.delete(message.request_id);
           pending.resolve(message);
         }
+      }
+    }
+  }
+
+  /** Close the comm with a comm_close (dispose alone tells the kernel nothing). */
+  private _closeComm(): void {
+    const comm = this._comm;
+    if (comm && !comm.isDisposed) {
+      comm.onClose = () => undefined;
+      try {
+        comm.close();
+      } catch {
+        // The kernel is already gone: nothing to tell it.
       }
     }
   }
@@ -353,4 +383,5 @@ export class OIConnection implements IDisposable {
   private _statusChanged = new Signal<this, IStatusMessage | null>(this);
   private _codeRan = new Signal<this, ICodeRan>(this);
   private _cardDecided = new Signal<this, ICardEvent>(this);
+  private _messageReceived = new Signal<this, JSONObject>(this);
 }

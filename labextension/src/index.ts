@@ -18,6 +18,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { Signal } from '@lumino/signaling';
 
 import { cardRendererFactory } from './cardview';
+import { cellEditRendererFactory } from './celledits';
 import { AutoInserter } from './cells';
 import {
   CommandIDs,
@@ -26,7 +27,7 @@ import {
   exportNotebook
 } from './commands';
 import { ConnectionManager } from './manager';
-import { CARD_MIME, deciderName } from './protocol';
+import { deciderName } from './protocol';
 import { DEFAULT_SETTINGS, ISettings, readSettings } from './settings';
 import {
   UNDO_COMMAND,
@@ -142,9 +143,15 @@ function addSharedCards(
     const panel = tracker.find(p => p.node.contains(node));
     return panel ? manager.get(panel) : null;
   });
+  const edits = cellEditRendererFactory(node => {
+    const panel = tracker.find(p => p.node.contains(node));
+    return panel ? { panel, connection: manager.get(panel) } : null;
+  });
   const add = (registry: IRenderMimeRegistry | null | undefined): void => {
-    if (registry && !registry.getFactory(CARD_MIME)) {
-      registry.addFactory(factory, factory.defaultRank);
+    for (const f of [factory, edits]) {
+      if (registry && !registry.getFactory(f.mimeTypes[0])) {
+        registry.addFactory(f, f.defaultRank);
+      }
     }
   };
   add(rendermime);

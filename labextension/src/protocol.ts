@@ -114,6 +114,10 @@ export interface ICardInfo {
   code: string;
   run_all: boolean;
   four_eyes_html: string;
+  /** Preview (issue 44): 'available', 'unavailable' (see `preview_why`) or '' (off). */
+  preview?: string;
+  preview_html?: string;
+  preview_why?: string;
   label: string;
   by: string;
   html: string;
@@ -162,7 +166,12 @@ export type ReplyMessage =
 export interface IHello {
   type: 'hello';
   version: number;
+  /** What this extension can do beyond the basics (the kernel adapts to it). */
+  features: string[];
 }
+
+/** Features announced in `hello`: `cell_edits` shows edit_cell proposals as diffs. */
+export const FEATURES: readonly string[] = ['cell_edits'];
 
 export interface IGetStatus {
   type: 'get_status';
@@ -186,7 +195,7 @@ export interface IVerifyRequest {
   path: string;
 }
 
-export type CardAction = 'run' | 'run_all' | 'skip' | 'stop';
+export type CardAction = 'run' | 'run_all' | 'skip' | 'stop' | 'preview';
 
 export interface ICardStateRequest {
   type: 'card_state';
@@ -216,7 +225,7 @@ export type FrontendMessage =
   | IDecideRequest;
 
 export function helloMessage(): IHello {
-  return { type: 'hello', version: PROTOCOL_VERSION };
+  return { type: 'hello', version: PROTOCOL_VERSION, features: [...FEATURES] };
 }
 
 // ---------------------------------------------------------------------------
@@ -315,6 +324,9 @@ export function parseCardInfo(data: Json): ICardInfo | null {
     code: str(data, 'code'),
     run_all: data.run_all === true,
     four_eyes_html: str(data, 'four_eyes_html'),
+    preview: str(data, 'preview'),
+    preview_html: str(data, 'preview_html'),
+    preview_why: str(data, 'preview_why'),
     label: str(data, 'label'),
     by: str(data, 'by'),
     html: str(data, 'html')

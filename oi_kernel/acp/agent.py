@@ -60,7 +60,7 @@ from oi_kernel.core.types import Turn
 from oi_kernel.errors import OIError
 from oi_kernel.session import commands as C
 from oi_kernel.session import rebuild as _rebuild  # noqa: F401 (registers /rebuild)
-from oi_kernel.session.assembly import Session, build_session
+from oi_kernel.session.assembly import Session, Wiring, build_session
 
 log = logging.getLogger(__name__)
 HIDDEN_COMMANDS = {"display"}  # how a notebook cell streams: nothing to choose in a chat
@@ -160,6 +160,10 @@ class AcpSession:
 
     def say(self, markdown: str) -> None:
         self.outbox.put(H.update_agent_message_text(markdown.rstrip("\n") + "\n\n"))
+
+    def notice(self, text: str) -> None:
+        """A notice of the session outside a turn (a child restarted), as a warning."""
+        self.outbox.put(*U.TurnUpdates().updates(E.Notice(text, "warning")))
 
     async def close(self) -> None:
         if self.task is not None and not self.task.done():
@@ -325,14 +329,12 @@ class OIAgent:
         state = AcpSession(session_id, self.conn, str(path))
         state.can_edit = self.can_edit
         try:
-            state.session = build_session("acp", approver=ClientApprover(state),
-                                          parent=self.parent, session_id=session_id,
-                                          child_options={"cwd": str(path)})
+            state.session = build_session(
+                "acp", Wiring(ClientApprover(state), notify=state.notice), parent=self.parent,
+                session_id=session_id, child_options={"cwd": str(path)})
         except OIError as exc:
             state.outbox.close()
             raise RequestError.invalid_params({"message": str(exc)}) from None
-        state.session.notify = lambda text: state.outbox.put(*U.TurnUpdates().updates(
-            E.Notice(text, "warning")))
         if servers:
             add_client_servers(state.session, servers)
         state.session.warm_up()

@@ -1,6 +1,10 @@
 """Approval through the ACP client: ``session/request_permission`` for each step, and Edit
 where the client can show a form.
 
+Preview (``core.preview``) is an option of its own (id ``preview``, kind allow_once): the
+step runs in a disposable copy and the question comes again, its tool call carrying what the
+preview printed and would change.
+
 ACP's permission options carry no code, so Edit is a fifth option (id ``edit``) offered
 only to a client that advertises form elicitation (``clientCapabilities.elicitation.form``,
 unstable in ACP): choosing it opens ``elicitation/create`` with one text field holding the
@@ -43,6 +47,10 @@ class ClientApprover:
                               f"approval ({exc}). Use a client that answers "
                               "session/request_permission, or `/auto_run on` to run code "
                               "without asking.") from None
+            if request.preview is not None and U.chose_edit(response, U.PREVIEW):
+                await request.preview.run(request.block.code)  # then asked again, shown
+                call, options = U.permission_request(request, edit=state.can_edit)
+                continue
             if not (state.can_edit and U.chose_edit(response)):
                 return U.decision_from(response, request)
             decision = await self._edit(request, call.tool_call_id)

@@ -57,7 +57,7 @@ def add_client_servers(session: Session, specs: list[Any]) -> None:
         hub = McpTools([], PinStore(default_path(settings.pin_file)),
                        wait=settings.connect_timeout)
         engine.toolbox.providers.append(hub)
-        if not isinstance(engine.approver, PinOnApproval):
-            engine.approver = PinOnApproval(engine.approver, engine.toolbox)
+        if not isinstance(engine.steps.approver, PinOnApproval):
+            engine.steps.approver = PinOnApproval(engine.steps.approver, engine.toolbox)
     known = {s.name for s in hub.servers}
     hub.connections.extend(Connection(s) for s in allowed if s.name not in known)

@@ -64,6 +64,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
 }
 
 EDIT = "edit"  # the option id of Edit (its kind: allow_once)
+PREVIEW = "preview"  # the option id of Preview (its kind: allow_once; core.preview)
 
 STOP_REASONS = {"interrupted": "cancelled", "max_steps": "max_turn_requests",
                 "cap": "max_turn_requests"}
@@ -113,6 +114,10 @@ def _request_content(request: ApprovalRequest) -> list[ContentToolCallContent]:
         content.append(_text("The reply had no code fence; it was recognised as code."))
     if lines := flag_lines(request.flags):
         content.append(_text("\n".join(lines)))
+    if request.previewed is not None:
+        content.append(_text(request.previewed.text()))
+    elif request.preview is not None and not request.preview.available:
+        content.append(_text(f"Preview is not available: {request.preview.why_not}"))
     return content
 
 
@@ -133,6 +138,9 @@ def permission_options(request: ApprovalRequest, edit: bool = False) -> list[Per
                if action != "run_all" or request.run_all_allowed]
     if edit:
         options.insert(1, PermissionOption(option_id=EDIT, name="Edit", kind="allow_once"))
+    if request.preview is not None and request.preview.available:
+        options.insert(1, PermissionOption(option_id=PREVIEW, name="Preview (in a disposable "
+                                           "copy first)", kind="allow_once"))
     return options
 
 
@@ -171,9 +179,9 @@ def decision_from(response: RequestPermissionResponse, request: ApprovalRequest)
     return Decision("stop", reason=reason, by=by)
 
 
-def chose_edit(response: RequestPermissionResponse) -> bool:
+def chose_edit(response: RequestPermissionResponse, option: str = EDIT) -> bool:
     outcome = response.outcome
-    return outcome.outcome == "selected" and getattr(outcome, "option_id", None) == EDIT
+    return outcome.outcome == "selected" and getattr(outcome, "option_id", None) == option
 
 
 def edit_form(request: ApprovalRequest, session_id: str, call_id: str) -> tuple[str, Any]:

@@ -53,7 +53,7 @@ from oi_kernel.core.types import ApprovalRequest, Turn, Usage
 from oi_kernel.errors import OIError
 from oi_kernel.languages import as_ipython_cell, normalize_language
 from oi_kernel.llm.client import LLM
-from oi_kernel.session.assembly import Kind, Session, build_session
+from oi_kernel.session.assembly import Kind, Session, Wiring, build_session
 
 _SETTLE_ITERATIONS = 5
 _END = object()  # marks the end of a turn's chunk stream
@@ -143,29 +143,28 @@ class Interpreter:
         own_llm = llm is None
         if llm is None:
             llm = LLM(**{k: v for k, v in settings.items() if v is not None})
+        self._emit: E.EventSink | None = None  # the running turn's (its notices go there)
+        approver = CallbackApprover(_off_loop(approve)) if approve else RefuseApprover()
         self.session = build_session(
             session_kind,
-            approver=CallbackApprover(_off_loop(approve)) if approve else RefuseApprover(),
+            Wiring(approver, notify=_weak_notify(self)),
             llm=llm,
             child_options={"kernel_name": kernel_name,
                            "cwd": str(Path(cwd).resolve()) if cwd else ""},
             engine_options={"approval": "never" if auto_run else "always",
                             "custom_instructions": custom_instructions,
-                            **({"max_steps": max_steps} if max_steps is not None else {})},
+                            **({"max_steps": max_steps} if max_steps is not None else {}),
+                            **({"step_timeout": timeout} if timeout is not None else {})},
             log_dir=log_dir,
             logging=log,
         )
         if own_llm:
             self.session.warm_up()  # import litellm in the background: chat() need not wait
-        self.session.notify = _weak_notify(self)
         self.llm = llm
         self.engine = self.session.engine
         self.child = self.session.child
         self.runner = self.session.runner
         self.timeout = timeout
-        if timeout is not None:
-            self.engine.step_timeout = timeout
-        self._emit: E.EventSink | None = None
         self._busy = False  # run_code in progress
         self._job: Job | None = None  # the latest turn
         self._res = _Resources(LoopThread(), self.session)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from oi_kernel.core import four_eyes, identity
@@ -45,6 +46,8 @@ def parse_answer(answer: str) -> str:
         return "stop"
     if word in {"v", "view"}:
         return "view"
+    if word in {"p", "preview"}:
+        return "preview"
     return "skip"
 
 
@@ -103,6 +106,12 @@ def approval_prompt(request: ApprovalRequest, full: bool = False) -> str:
         head += "\n" + HIDDEN_NOTE
     body, cut = code_excerpt(code, full)
     choices = CHOICES_VIEW if cut else CHOICES
+    if request.preview is not None and request.preview.available:
+        choices = choices[:-1] + "/p(review)]"
+    previewed = request.previewed
+    body += previewed.lines() if previewed is not None else []
+    if request.preview is not None and not request.preview.available:
+        body.append(f"(Preview is not available: {request.preview.why_not})")
     # The first line is empty: the question starts on a line of its own, even after a reply
     # the client printed without its last newline.
     question = "Call this tool?" if request.tool else "Run this code?"
@@ -152,7 +161,7 @@ class StdinApprover:
         return decision
 
     async def _ask_until_decided(self, request: ApprovalRequest) -> Decision:
-        code = request.block.code
+        code = original = request.block.code
         full = False
         by = ""
         try:
@@ -163,17 +172,26 @@ class StdinApprover:
                 if choice == "view":
                     full = True
                     continue
+                if choice == "preview" and request.preview is not None:
+                    await request.preview.run(code)
+                    continue
                 if choice != "edit":
                     break
                 answer = await self.ask(edit_prompt(code))
                 by = answerer(answer)
                 if answer.strip():
                     edited = _unescape(answer)
-                    return Decision("run", edited, edited=edited != code, by=by)
+                    if request.previewed is None:
+                        return Decision("run", edited, edited=edited != request.block.code,
+                                        by=by)
+                    # previewed before: the edit is asked about again (p previews it)
+                    code = edited
+                    request = replace(request, block=replace(request.block, code=code))
         except EOFError:  # Ctrl-D at the prompt: the user leaves this instruction
             return Decision("stop", reason="Ctrl-D at the prompt", by=by or identity.person())
         if choice in {"run", "all"}:
-            return Decision("run", code, run_all=choice == "all", by=by)
+            return Decision("run", code, run_all=choice == "all", by=by,
+                            edited=code != original)
         if choice == "stop":
             return Decision("stop", by=by)
         return Decision("skip", by=by)
@@ -195,7 +213,10 @@ def _unescape(line: str) -> str:
 class CallbackApprover:
     """Wraps ``approve(request) -> bool | str | Decision`` (sync or async) for the API.
 
-    True runs the code, False skips it, a string runs that string instead.
+    True runs the code, False skips it, a string runs that string instead. A dict
+    ``{"preview": True}`` (or ``{"preview": True, "code": edited}``) previews the code in a
+    disposable copy first (``core.preview``) and asks again: ``request.previewed`` then
+    holds what it would do.
     """
 
     shows_code = False
@@ -204,16 +225,32 @@ class CallbackApprover:
         self.approve = approve
 
     async def decide(self, request: ApprovalRequest) -> Decision:
-        answer = self.approve(request)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        original = request.block.code
+        answer = await self._ask(request)
+        while isinstance(answer, dict) and answer.get("preview") and request.preview:
+            code = str(answer.get("code") or request.block.code)
+            if code != request.block.code:
+                request = replace(request, block=replace(request.block, code=code))
+            await request.preview.run(code)
+            answer = await self._ask(request)
+        if isinstance(answer, dict):
+            raise ValueError("The approval callback asked for a preview, but previews are off "
+                             "(Engine.preview = 'off'); or its dict answer was not "
+                             "{'preview': True}. Return True, False, the code to run, or a "
+                             "Decision.")
         if isinstance(answer, Decision):
             return answer
         if isinstance(answer, str):
-            return Decision("run", answer, edited=answer != request.block.code)
+            return Decision("run", answer, edited=answer != original)
         if answer:
-            return Decision("run", request.block.code)
+            code = request.block.code
+            return Decision("run", code, edited=code != original)
         return Decision("skip")
+
+
+    async def _ask(self, request: ApprovalRequest) -> Any:
+        answer = self.approve(request)
+        return await answer if inspect.isawaitable(answer) else answer
 
 
 class RefuseApprover:

@@ -28,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from oi_kernel.approval.card_preview import CardPreview
 from oi_kernel.core import four_eyes, identity
 from oi_kernel.core.types import ApprovalRequest, Decision
 from oi_kernel.safety.visible import has_hidden, hidden_findings, needs_marking, visible
@@ -164,6 +165,9 @@ class ApprovalCard:
         ]
         if not request.run_all_allowed:  # an administrator's policy asks about every block
             buttons = [b for b in buttons if "oi-run-all" not in b._dom_classes]
+        self.preview = CardPreview(self, loop)
+        if self.preview.button is not None:
+            buttons.insert(2, self.preview.button)
         self.buttons = buttons
         shown = [w.HTML(marked)] if marked else []
         # four-eyes: whom the card waits for; an author's refused Run is said here too
@@ -173,6 +177,7 @@ class ApprovalCard:
             w.HTML(header_html(request)),
             *shown,
             self.code,
+            self.preview.area,
             w.HBox([*buttons, self.reason]),
             self.note,
         ])
@@ -240,6 +245,8 @@ class ApprovalCard:
         """A decision from the shared card (any view, any collaborator): the reply to send
         back (``ok``, else ``error``: a four-eyes refusal, or who decided first)."""
         request = self.request
+        if action == "preview":
+            return self.preview.ask(request.block.code if code is None else code)
         if action not in ("run", "run_all", "skip", "stop"):
             return {"ok": False, "error": f"Unknown card action {action!r}."}
         if action in ("run", "run_all"):
@@ -273,7 +280,16 @@ class ApprovalCard:
             "code": request.block.code,
             "run_all": bool(request.run_all_allowed),
             "four_eyes_html": _four_eyes_html(request),
+            **self.preview.state(),
         }
+
+    def updated(self) -> None:
+        """Tell every view what this pending card shows now (a preview arrived)."""
+        for listener in list(_LISTENERS):
+            try:
+                listener({"card": self.display_id, **self.state()})
+            except Exception:  # a frontend that went away must not break the turn
+                pass
 
     # ------------------------------------------------------------------ display
     def show(self, publish: Publish) -> None:
@@ -430,7 +446,7 @@ class WidgetApprover:
         card = ApprovalCard(request, asyncio.get_running_loop())
         card.show(self.publish)
         try:
-            decision = await card.decision
+            decision = await card.preview.decision()
         except asyncio.CancelledError:
             card.finish(self.publish, Decision("stop", reason="interrupted", by="interrupt"))
             raise

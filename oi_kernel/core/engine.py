@@ -43,10 +43,19 @@ from oi_kernel.core.events import (
 )
 from oi_kernel.core.executor import Approver, Executor
 from oi_kernel.core.model import Model
+from oi_kernel.core.replies import (
+    CUT_BLOCK_NOTICE,
+    answerer,
+    assistant_tool_message,
+    empty_notice,
+    images_message,
+    images_of,
+)
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.settings import EngineSettings
 from oi_kernel.core.small_model import Draft, ModelPolicy, policy_for
-from oi_kernel.core.steps import StepRunner
+from oi_kernel.core.step_seams import offered_languages
+from oi_kernel.core.steps import NOT_REACHED, StepRunner
 from oi_kernel.core.tools import (
     FIND,
     Offer,
@@ -56,7 +65,7 @@ from oi_kernel.core.tools import (
     fenced_tool_calls,
 )
 from oi_kernel.core.turn_context import context_of, with_context
-from oi_kernel.core.turn_fold import TurnBuilder
+from oi_kernel.core.turn_fold import TurnBuilder, fold_into
 from oi_kernel.core.types import CodeBlock, Reply, StepRecord, Turn, Usage
 from oi_kernel.errors import (
     ApprovalUnavailableError,
@@ -64,22 +73,7 @@ from oi_kernel.errors import (
     LLMError,
     LLMToolsUnsupportedError,
 )
-from oi_kernel.languages import available_languages, normalize_language
 from oi_kernel.safety.redact import SecretSet
-
-CUT_BLOCK_NOTICE = (
-    "The reply reached the model's output token limit inside a code block: that block was "
-    "cut off and was not run. The model was asked to send it again."
-)
-EMPTY_REPLY_NOTICE = (
-    "The model sent an empty reply (no text and no code). Ask again or rephrase; if it keeps "
-    "happening, check the model (`%model`) and its server."
-)
-NOT_REACHED = "Not run: the user stopped this instruction."
-ONLY_REASONING_NOTICE = (
-    "The model only reasoned (shown as thinking above) and gave no answer and no code. Ask "
-    "again or rephrase; if it keeps happening, the model may need a larger reply limit."
-)
 
 
 class Engine(EngineSettings):
@@ -94,27 +88,34 @@ class Engine(EngineSettings):
     recorder = Instance(object, allow_none=True,
                         help="Records events: the session log's ``LogWriter`` (or None).")
 
-    def __init__(self, executor: Executor, approver: Approver, *, llm: Model, **kwargs: Any) -> None:
+    def __init__(self, executor: Executor, approver: Approver, *, llm: Model, author: str = "",
+                 **kwargs: Any) -> None:
         super().__init__(llm=llm, **kwargs)
         self.executor = executor
-        self.approver = approver
         self.secrets = SecretSet(self.llm)  # masks outputs before the LLM sees them
         self.turns: list[Turn] = []  # derived from the turns' events (``publish``)
         self._fold = TurnBuilder(self.turns)
         self.toolbox = Toolbox()  # MCP servers and notebook functions offered beside code
+        self.cell_edits: Any = None  # reviews edit_cell calls (session.cell_edits), if offered
         self.tool_settings = Tools(parent=self)
         # Set by an administrator's policy (session.policy_rules): the least approval that
         # applies even after "Run all", and who set each session cap (for its message).
         self.approval_floor = "never"
+        self.preview_floor = ""  # the administrator's: "flagged" (core.preview)
         self.cap_sources: dict[str, str] = {}
         # "ask": the policy makes every step that follows outside content ask (Run all too)
         self.untrusted_content = ""
         # the policy's entries that are never known safe (safety.known_safe)
         self.known_safe_denied: list[str] = []
         self.profile_state: Any = None  # the active profile and %instructions (session.profile_state)
-        self.rollback = Rollback(self)
-        self.steps = StepRunner(self)
         self.conversation = Conversation()
+        self.rollback = Rollback(self, executor, self.publish, log=self.log,
+                                 conversation=self.conversation, undo=self.undo,
+                                 log_path=lambda: getattr(self.recorder, "path", None))
+        self.steps = StepRunner(self, executor, approver, llm, self.publish,
+                                toolbox=self.toolbox, tool_settings=self.tool_settings,
+                                secrets=self.secrets, rollback=self.rollback, log=self.log,
+                                author=author)
         self.usage = Usage()
         self._budget_noticed = False
         self._model_policy: ModelPolicy | None = None
@@ -138,34 +139,49 @@ class Engine(EngineSettings):
             if part is not None:
                 part.check_turn()
 
-    def step_limit(self) -> int:
-        """LLM calls allowed for one instruction with the current model."""
-        return self.policy.step_limit()
-
     def publish(self, event: Event) -> None:
-        """Fold an event into ``turns``, then record it (the session log); a failing log
-        never breaks a turn."""
+        """Record an event outside a turn's sink (a step interrupted, a checkpoint kept, the
+        conversation reset): folded into the latest of ``turns``, then recorded."""
         self._fold(event)
+        self._record(event)
+
+    def _record(self, event: Event) -> None:
+        """The session log records ``event``; a failing log never breaks a turn."""
         if self.recorder is not None:
             try:
                 self.recorder(event)
             except Exception:
                 self.log.exception("session log write failed")
 
-    def tee(self, emit: EventSink) -> EventSink:
-        """A turn's sink: each event is folded into ``turns`` and recorded (``publish``),
-        then goes on to the front door (with the context the front door's sink carries)."""
+    def tee(self, emit: EventSink, turn: Turn | None = None) -> EventSink:
+        """A turn's sink: each event is folded into ``turn`` (the loop's own record of it;
+        without one, into the latest of ``turns``) and recorded, then goes on to the front
+        door (with the context the front door's sink carries)."""
+        fold = self._fold if turn is None else fold_into(turn)
 
         def out(event: Event) -> None:
-            self.publish(event)
+            fold(event)
+            self._record(event)
             emit(event)
 
         return with_context(out, context_of(emit))
 
+    def _start_turn(self, instruction: str, emit: EventSink,
+                    fields: dict[str, Any] | None = None) -> tuple[Turn, EventSink]:
+        """A new turn: its record (kept here, in ``turns``, and folded from its own events
+        by its sink) and that sink, which has reported ``TurnStarted``."""
+        started = TurnStarted(len(self.turns) + 1, instruction, fields or {},
+                              conversation_index=len(self.conversation.turn_starts))
+        turn = Turn(index=started.turn, instruction=instruction, started=started.started,
+                    conversation_index=started.conversation_index)
+        self.turns.append(turn)
+        emit = self.tee(emit, turn)
+        emit(started)
+        return turn, emit
+
     def offered_languages(self) -> list[str]:
         """The available languages, limited to ``languages`` when that is set."""
-        wanted = {normalize_language(name) for name in self.languages}
-        return [n for n in available_languages() if not self.languages or n in wanted]
+        return offered_languages(self.languages)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -195,12 +211,12 @@ class Engine(EngineSettings):
             small_model=policy.small,
             base=self.system_message,
         )
-        if not use_tools and self.toolbox:
-            system += prompts.markdown_tools(self.toolbox.prompt_list())
+        if not use_tools and (self.toolbox.providers or self.toolbox.functions):
+            system += prompts.markdown_tools(self.toolbox.prompt_list())  # (not for edit_cell alone)
         messages = [{"role": "system", "content": system}, *self.conversation.messages]
         fitted = fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
                               protect_from=self.conversation.protect_from())
-        instruction = self.turns[-1].instruction if self.turns else ""
+        instruction = self.turns[-1].instruction if self.turns else ""  # (``%tokens`` too)
         return policy.prepare_request(fitted, self.conversation, instruction)
 
     def budget_tokens(self) -> int:
@@ -233,31 +249,17 @@ class Engine(EngineSettings):
         return offer
 
     # ------------------------------------------------------------ the loop
-    async def _namespace_note(self) -> str:
-        """The user's variables, from executors that share the user's namespace (``%%oi``)."""
-        try:
-            text = await self.executor.namespace_summary()
-        except Exception:  # a summary must never cost the user the turn
-            self.log.exception("namespace summary failed")
-            return ""
-        return f"\n\n[Variables in the user's namespace]\n{text}" if text.strip() else ""
-
-    def _check_instruction(self, instruction: str) -> None:
-        if len(instruction) > self.max_instruction_chars:
-            raise InstructionTooLongError(len(instruction), self.max_instruction_chars)
-
     async def run_turn(self, instruction: str, emit: EventSink, context: str = "") -> Turn:
         """Carry out one instruction; returns its record. Cancellation = interrupt.
         ``context``: what the front door knows around the instruction (``%%oi``: the notebook's
         recent cells), sent to the model with it but not part of the turn's instruction."""
-        emit = self.tee(emit)
         self.llm.check_configured()
         self.check_ready()
-        self._check_instruction(instruction)
-        note = await self._namespace_note()  # before the turn exists: an interrupt here is clean
-        emit(TurnStarted(len(self.turns) + 1, instruction,
-                         conversation_index=len(self.conversation.turn_starts)))
-        turn = self.turns[-1]
+        if len(instruction) > self.max_instruction_chars:
+            raise InstructionTooLongError(len(instruction), self.max_instruction_chars)
+        # before the turn exists: an interrupt here is clean
+        note = await _namespace_note(self.executor, self.log)
+        turn, emit = self._start_turn(instruction, emit)
         self.conversation.start_turn(instruction + context + note)
         reason, final_text = "", ""
         try:
@@ -310,7 +312,7 @@ class Engine(EngineSettings):
         run_all = False
         drafts: list[Draft] = []  # this reply's drafts set aside so far (small models)
         for call in range(1, policy.step_limit() + 1):
-            if notice := self._cap_notice(turn):
+            if notice := cap_notice(_caps(self), turn.usage, self.usage, self.cap_sources):
                 emit(Notice(notice, "warning"))
                 return "cap", ""
             reply, blocks, problems = await self._ask(turn, call, emit, policy, len(drafts))
@@ -324,8 +326,8 @@ class Engine(EngineSettings):
                     continue  # set aside: ask again
             drafts = []
             if not blocks and not problems:
-                if not reply.text.strip() and not reply.tool_calls:
-                    self._empty_reply(turn, reply, emit)
+                if not reply.text.strip() and not reply.tool_calls and not turn.steps:
+                    emit(Notice(empty_notice(reply), "warning"))
                 return "done", reply.text
             run_all, stop = await self._run_blocks(turn, reply, blocks, problems, run_all, emit)
             if stop:
@@ -336,15 +338,6 @@ class Engine(EngineSettings):
             f"Stopped after {policy.step_limit()} LLM calls (the step cap). Say 'continue' to "
             f"go on, or raise it with {policy.step_limit_setting()}.", "warning"))
         return "max_steps", ""
-
-    def _empty_reply(self, turn: Turn, reply: Reply, emit: EventSink) -> None:
-        """A reply with no answer and no code: after steps that ran, the model has nothing
-        to add (many local models answer a tool result that way) and the turn just ends;
-        otherwise the user is told."""
-        if turn.steps:
-            return
-        emit(Notice(ONLY_REASONING_NOTICE if reply.reasoning.strip() else EMPTY_REPLY_NOTICE,
-                    "warning"))
 
     async def _ask(
         self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy, redraw: int = 0
@@ -411,7 +404,7 @@ class Engine(EngineSettings):
         problems: list[str] = []
         if reply.tool_calls:
             blocks, problems = blocks_from_calls(self.toolbox, reply.tool_calls)
-            self.conversation.append(_assistant_tool_message(reply))
+            self.conversation.append(assistant_tool_message(reply))
             return blocks, problems
         blocks = codeblocks.extract_code_blocks(reply.text)
         if reply.finish_reason == "length":  # the token limit cut the reply: no half block
@@ -438,63 +431,78 @@ class Engine(EngineSettings):
     ) -> tuple[bool, bool]:
         """Decide and run each block; feed results back. Returns (run_all, stop)."""
         feedback: list[str] = []
+        records: list[StepRecord] = []  # each step as it ended (this loop's own state)
         stop = False
+        answer = answerer(self.conversation, feedback)
+        answered = {b.tool_call_id for b in blocks}
+        if self.cell_edits is not None:  # edit_cell calls: reviewed as diffs, answered there
+            blocks = await self.cell_edits.review(turn, blocks, emit, answer)
         for block in blocks:
             index = len(turn.steps) + 1
             if stop:
-                emit(Decided(StepRecord(index, block, status="stopped", feedback=NOT_REACHED),
-                             turn.index))
+                record = StepRecord(index, block, status="stopped", feedback=NOT_REACHED)
+                emit(Decided(record, turn.index))
             else:
-                run_all, stop = await self.steps.run_step(turn, index, block, run_all, emit)
-            self._answer(block.tool_call_id, turn.steps[-1].feedback, feedback)
-        answered = {b.tool_call_id for b in blocks}
+                end = await self.steps.run_step(turn, index, block, run_all, emit)
+                run_all, stop, record = end.run_all, end.stop, end.record
+            records.append(record)
+            answer(block.tool_call_id, record.feedback)
         for call in reply.tool_calls:  # calls that gave no block: say what was wrong
             if call.id not in answered:
                 own = [p for p in problems if p.startswith(f"Tool call {call.id} ")]
-                self._answer(call.id, "\n".join(own or problems) or "Unknown tool.", feedback)
+                answer(call.id, "\n".join(own or problems) or "Unknown tool.")
         if problems and not reply.tool_calls:  # markdown mode: a cut block, a bad tool block
             feedback.extend(problems)
             if codeblocks.CUT_BLOCK_PROBLEM in problems:
                 emit(Notice(CUT_BLOCK_NOTICE, "warning"))
         if feedback:  # markdown mode: one user message with every result
             self.conversation.append({"role": "user", "content": "\n\n".join(feedback)})
-        self._show_images(turn.steps[len(turn.steps) - len(blocks):])
+        images = images_of(records)[: self.max_images]
+        if images and self.llm.supports_vision():  # (others read the '[image ...]' text)
+            self.conversation.append(images_message(images))
         return run_all, stop
 
-    def _answer(self, call_id: str | None, text: str, feedback: list[str]) -> None:
-        """A tool result message (tool mode), or text for the next user message (markdown)."""
-        if call_id:
-            self.conversation.answer_tool_call(call_id, text)
-        else:
-            feedback.append(text)
+    async def run_code_steps(
+        self, title: str, blocks: list[CodeBlock], emit: EventSink, *,
+        reask: frozenset[str] | None = None, stop_on_failure: bool = False, **log_fields: Any
+    ) -> Turn:
+        """Recorded code (``%load --replay``, ``%rebuild``) through the model's code's review,
+        approval and execution, without the LLM; the conversation is not changed; the steps
+        are a turn (``log_fields`` go in its turn_start). ``reask``: see ``run_step``;
+        ``stop_on_failure``: a step that does not end "ok" ends the turn there."""
+        turn, emit = self._start_turn(title, emit, log_fields)
+        run_all, reason = False, ""
+        try:
+            for index, block in enumerate(blocks, 1):
+                end = await self.steps.run_step(turn, index, block, run_all, emit, reask)
+                run_all = end.run_all
+                failed = stop_on_failure and end.record.status not in ("ok", "skipped")
+                if end.stop or failed:
+                    reason = "stopped"
+                    break
+            else:
+                reason = "done"
+        except asyncio.CancelledError:
+            reason = "interrupted"
+            raise
+        except ApprovalUnavailableError:
+            reason = "approval_unavailable"
+            raise
+        finally:
+            emit(TurnDone(turn, reason))
+        return turn
 
-    def _show_images(self, records: list[StepRecord]) -> None:
-        """Vision models see the images the steps displayed (as a user message after the
-        results, since tool results are text); others get the '[image ...]' description."""
-        images = [
-            f"data:{mime};base64,{data.strip()}"
-            for r in records for o in r.outputs
-            for mime, data in (o.get("data") or {}).items()
-            if mime in ("image/png", "image/jpeg") and isinstance(data, str)
-        ][: self.max_images]
-        if images and self.llm.supports_vision():
-            parts: list[dict[str, Any]] = [
-                {"type": "text", "text": "The images displayed by the code above:"}]
-            parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
-            self.conversation.append({"role": "user", "content": parts})
+async def _namespace_note(executor: Executor, log: Any) -> str:
+    """The user's variables, from executors that share the user's namespace (``%%oi``)."""
+    try:
+        text = await executor.namespace_summary()
+    except Exception:  # a summary must never cost the user the turn
+        log.exception("namespace summary failed")
+        return ""
+    return f"\n\n[Variables in the user's namespace]\n{text}" if text.strip() else ""
 
-    def _cap_notice(self, turn: Turn) -> str:
-        """The message for a token or cost cap this turn or the session reached; "" if none."""
-        caps = Caps(self.max_tokens_per_turn, self.max_cost_per_turn,
-                    self.max_tokens_per_session, self.max_cost_per_session)
-        return cap_notice(caps, turn.usage, self.usage, self.cap_sources)
 
-def _assistant_tool_message(reply: Reply) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": reply.text or None,
-        "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in reply.tool_calls
-        ],
-    }
+def _caps(settings: EngineSettings) -> Caps:
+    """The token and cost caps of a turn and of the session."""
+    return Caps(settings.max_tokens_per_turn, settings.max_cost_per_turn,
+                settings.max_tokens_per_session, settings.max_cost_per_session)

@@ -475,10 +475,50 @@ class StepReviewed(Recorded):
         step_of(turn, self.step, self.block)
 
 
+@dataclass(frozen=True)
+class CellEditProposed(Recorded):
+    """The model proposed new sources for existing notebook cells (``edit_cell``), shown as
+    per-cell diffs (``session.cell_edits``): each edit is ``{"key", "cell", "new_source"}``."""
+
+    record_kind: ClassVar[str] = "cell_edit_proposed"
+    doc: ClassVar[str] = ("`turn`, `proposal` (its id), `edits` `[{key, cell, new_source}]` "
+                          "(`cell`: the number of the cell's `In [n]` prompt, or its id): the "
+                          "model proposed new sources for existing notebook cells "
+                          "(`edit_cell`, shown as diffs; see "
+                          "[notebook context](notebook-context.md#edits-to-existing-cells))")
+    turn: int
+    proposal: str
+    edits: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CellEditDecided(Recorded):
+    """What became of one proposed cell edit: "accepted", "rejected", "refused" (the cell
+    changed since; a fresh diff is shown), "missing" (no such cell) or "not_applied" (nobody
+    could answer: the notebook was closed, the turn was interrupted)."""
+
+    record_kind: ClassVar[str] = "cell_edit_decided"
+    doc: ClassVar[str] = ("`turn`, `proposal`, `key`, `cell`, `action` (`\"accepted\"`, "
+                          "`\"rejected\"`, `\"refused\"`: the cell had changed, a fresh diff "
+                          "was shown and the edit still waits; `\"missing\"`: no such cell; "
+                          "`\"not_applied\"`: the notebook was closed or the instruction "
+                          "interrupted first), `by`, `reason`, `ran` (accepted with \"Accept "
+                          "and run\")")
+    turn: int
+    proposal: str
+    key: str
+    cell: str
+    action: str
+    by: str = ""
+    reason: str = ""
+    ran: bool = False
+
+
 Event = Recorded  # every event is one (see ``Recorded``)
 EventSink = Callable[[Event], None]
 
 # the events of the session around its turns (defined there, on ``Recorded``)
+from oi_kernel.core.preview_events import PreviewCompared, Previewed  # noqa: E402, F401
 from oi_kernel.core.session_events import (  # noqa: E402, F401
     CheckpointKept,
     ChildRestarted,

@@ -82,8 +82,9 @@ def record_kinds() -> dict[str, type[Recorded]]:
 
 DOC_ORDER = (  # how docs/session-log.md orders the records: as a session meets them
     "session_start", "turn_start", "llm_request", "llm_response", "llm_error", "llm_sample",
-    "draft_samples", "draft_set_aside", "tools_unsupported", "code_proposed", "decision",
-    "execution", "answer_check", "guard_stop", "turn_end", "tools_offered", "tool_notice",
+    "draft_samples", "draft_set_aside", "tools_unsupported", "code_proposed", "preview",
+    "decision", "execution", "preview_compared", "cell_edit_proposed", "cell_edit_decided",
+    "answer_check", "guard_stop", "turn_end", "tools_offered", "tool_notice",
     "direct", "checkpoint", "rollback", "child_restart", "rebuild", "profile",
     "conversation_reset", "conversation_undo", "conversation_saved", "conversation_loaded",
     "session_end",

@@ -5,8 +5,8 @@ Executors that can look inside the namespace their code runs in offer ``probe(na
 Around each step the engine asks for ``begin``/``end`` and keeps the change summary on the
 step; before an instruction runs its first code it asks for a ``checkpoint`` numbered by the
 instruction. ``rollback_to`` restores one (namespace and files) and says in words what came
-back and what did not. ``Rollback`` is a part the engine holds (``engine.rollback``); its
-settings are the engine's (``c.Engine.*``, in ``core.settings``).
+back and what did not. ``Rollback`` is a part the engine holds (``engine.rollback``), given
+its settings (``c.Engine.*``, in ``core.settings``) and its seams, never the engine.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from oi_kernel.core import change_ignore
 from oi_kernel.core.changes import restore_message
 from oi_kernel.core.conversation import Conversation
-from oi_kernel.core.events import CheckpointKept, Event, RolledBack
+from oi_kernel.core.events import CheckpointKept, EventSink, RolledBack
 from oi_kernel.core.executor import Executor
 from oi_kernel.core.types import Turn
 from oi_kernel.errors import OIError
@@ -53,14 +53,9 @@ class Checkpoint:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class RollbackHost(Protocol):
-    """What the rollback part reads from the engine that holds it: where code runs, the
-    recorder (its log file is never scanned), where events go, and the settings
-    (``c.Engine.*``, ``core.settings``)."""
+class RollbackSettings(Protocol):
+    """The settings the rollback part reads, live (``c.Engine.*``, ``core.settings``)."""
 
-    executor: Executor  # (``generation`` and ``carry_end``, when it has them, are used)
-    recorder: Any
-    log: logging.Logger
     track_changes: bool
     checkpoints_enabled: bool
     max_checkpoints: int
@@ -72,19 +67,25 @@ class RollbackHost(Protocol):
     change_ignore: list[str]
     change_ignore_gitignore: bool
 
-    conversation: Conversation  # whose instructions undo and restore forget
-
-    def publish(self, event: Event) -> None: ...
-
-    def undo(self, n: int) -> list[str]: ...
-
 
 class Rollback:
-    """Change summaries per step and checkpoints per instruction: a part the engine holds
-    (``engine.rollback``); its settings stay the engine's."""
+    """Change summaries per step and checkpoints per instruction. It is given what it uses:
+    its settings, the executor (``probe``; ``generation`` and ``carry_end`` when it has
+    them), ``record`` (what only the session log records), the conversation whose
+    instructions undo and restore forget and ``undo`` (which forgets them, reported), and
+    ``log_path`` (the session log's file, never scanned; None without one)."""
 
-    def __init__(self, host: RollbackHost) -> None:
-        self.host = host
+    def __init__(self, settings: RollbackSettings, executor: Executor, record: EventSink, *,
+                 log: logging.Logger, conversation: Conversation,
+                 undo: Callable[[int], list[str]],
+                 log_path: Callable[[], str | None] = lambda: None) -> None:
+        self.settings = settings
+        self.executor = executor
+        self.record = record
+        self.log = log
+        self.conversation = conversation
+        self.undo = undo
+        self.log_path = log_path
         self.checkpoints: list[Checkpoint] = []
         self._store_id = uuid.uuid4().hex[:10]
         self._ignore_told = False
@@ -98,13 +99,10 @@ class Rollback:
         self._drops: list[int] = []
         self._abandoned: list[asyncio.Future[dict[str, Any]]] = []
 
-    @property
-    def log(self) -> logging.Logger:
-        return self.host.log
 
     # ------------------------------------------------------------ probe calls
     def _probe_fn(self) -> Any:
-        return self.host.executor.probe
+        return self.executor.probe
 
     def _probe(self, name: str, *args: Any, **kwargs: Any) -> Awaitable[dict[str, Any]]:
         """The probe's answer to ``name``; what it carries (settings, the drops owed to the
@@ -114,11 +112,11 @@ class Rollback:
         if probe is None:
             raise OIError(NO_PROBE)
         if name in ("begin", "checkpoint", "restore"):  # a restarted child starts from defaults
-            host = self.host
+            settings = self.settings
             kwargs["settings"] = {
-                "scan_budget_s": host.scan_budget_ms / 1000, "max_files": host.scan_max_files,
-                "max_file_bytes": host.max_file_bytes,
-                "max_total_bytes": host.max_checkpoint_bytes, **self._ignore_settings()}
+                "scan_budget_s": settings.scan_budget_ms / 1000,
+                "max_files": settings.scan_max_files, "max_file_bytes": settings.max_file_bytes,
+                "max_total_bytes": settings.max_checkpoint_bytes, **self._ignore_settings()}
         drops: list[int] = []
         waits: list[asyncio.Future[dict[str, Any]]] = []
         if name != "end":  # (``end`` may be answered without asking the child)
@@ -143,11 +141,11 @@ class Rollback:
     def _ignore_settings(self) -> dict[str, Any]:
         """What the probe leaves out (``core.change_ignore``)."""
         try:
-            cwd = self.host.executor.cwd
+            cwd = self.executor.cwd
         except Exception:
             cwd = ""
         settings, problem = change_ignore.probe_settings(
-            cwd, self.host.change_ignore, self.host.change_ignore_gitignore,
+            cwd, self.settings.change_ignore, self.settings.change_ignore_gitignore,
             self._not_scanned())
         if problem and not self._ignore_told:
             self._ignore_told = True
@@ -156,32 +154,32 @@ class Rollback:
 
     def _not_scanned(self) -> list[str]:
         """The session log's folder: the session writes it, not the user's code."""
-        path = getattr(self.host.recorder, "path", None)
+        path = self.log_path()
         return [os.path.dirname(os.path.abspath(path))] if path else []
 
     def store_dir(self) -> str:
         """Where the probe keeps saved files: relative paths are to the directory the code
         runs in (which for a remote kernel is not ours)."""
-        return os.path.join(self.host.checkpoint_dir or ".oi_checkpoints", self._store_id)
+        return os.path.join(self.settings.checkpoint_dir or ".oi_checkpoints", self._store_id)
 
     def _generation(self) -> int | None:
         """How many times the executor ran code (or restarted) so far; None when it does
         not say (then every step asks for ``begin``)."""
-        generation = getattr(self.host.executor, "generation", None)
+        generation = getattr(self.executor, "generation", None)
         return generation if isinstance(generation, int) else None
 
     async def track_begin(self, language: str) -> bool:
         """Before a step: fingerprint the namespace and files; False when not tracked.
         No round trip when the checkpoint just kept for this step did it (a Python step,
         nothing run since). The executor may carry ``end`` in the step's own request."""
-        if not self.host.track_changes or self._probe_fn() is None:
+        if not self.settings.track_changes or self._probe_fn() is None:
             return False
         snapshot, self._snapshot = self._snapshot, None
         try:
             if not (language == "python" and snapshot is not None
                     and snapshot == self._generation()):
                 await self._probe("begin", language)
-            carry = getattr(self.host.executor, "carry_end", None)
+            carry = getattr(self.executor, "carry_end", None)
             if carry is not None:
                 carry()
             return True
@@ -205,11 +203,11 @@ class Rollback:
         counts what it runs; the files are listed again when the step's cell starts."""
         generation = self._generation()
         if (self._early is not None or generation is None
-                or not self.host.checkpoints_enabled or self._probe_fn() is None
-                or not getattr(self.host.executor, "ready", False)  # (a start is not for this)
+                or not self.settings.checkpoints_enabled or self._probe_fn() is None
+                or not getattr(self.executor, "ready", False)  # (a start is not for this)
                 or any(c.number == turn.index for c in self.checkpoints)):
             return
-        snapshot = self.host.track_changes
+        snapshot = self.settings.track_changes
         call = asyncio.ensure_future(self._probe(
             "checkpoint", turn.index, self.store_dir(), snapshot=snapshot, relist=True))
         self._early = _Early(turn.index, generation, snapshot, call)
@@ -252,7 +250,7 @@ class Rollback:
     async def ensure_checkpoint(self, turn: Turn) -> str:
         """Keep a checkpoint for ``turn`` before its first code; returns a problem or ""."""
         self._snapshot = None
-        if (not self.host.checkpoints_enabled or self._probe_fn() is None
+        if (not self.settings.checkpoints_enabled or self._probe_fn() is None
                 or any(c.number == turn.index for c in self.checkpoints)):
             return ""
         if (early := await self._take_early(turn)) is not None:
@@ -260,14 +258,14 @@ class Rollback:
             if info.pop("relist", False) and snapshot:  # the files listed again: no begin
                 self._snapshot = self._generation()
             # those beyond ``max_checkpoints``: dropped in the child by the next call
-            excess = max(0, len(self.checkpoints) + 1 - max(1, self.host.max_checkpoints))
+            excess = max(0, len(self.checkpoints) + 1 - max(1, self.settings.max_checkpoints))
             self._drops += [c.number for c in self.checkpoints[:excess]]
             self._keep(turn, info, excess)
             return ""
         # one round trip: the checkpoint, the state before the step (change summary), and
         # dropping the checkpoints beyond ``max_checkpoints`` once this one is kept
-        excess = max(0, len(self.checkpoints) + 1 - max(1, self.host.max_checkpoints))
-        snapshot = self.host.track_changes and self._generation() is not None
+        excess = max(0, len(self.checkpoints) + 1 - max(1, self.settings.max_checkpoints))
+        snapshot = self.settings.track_changes and self._generation() is not None
         try:
             info = await self._probe("checkpoint", turn.index, self.store_dir(),
                                      snapshot=snapshot,
@@ -285,7 +283,7 @@ class Rollback:
         self.checkpoints = self.checkpoints[excess:]
         self.checkpoints.append(Checkpoint(turn.index, turn.instruction, turn.conversation_index,
                                            info=info))
-        self.host.publish(CheckpointKept(turn.index, info))
+        self.record(CheckpointKept(turn.index, info))
 
     async def rollback_to(self, checkpoint: Checkpoint) -> str:
         """Restore ``checkpoint`` (and forget it and later ones); a message for the user."""
@@ -293,7 +291,7 @@ class Rollback:
         report = await self._probe("restore", checkpoint.number, self.store_dir())
         self.checkpoints = [c for c in self.checkpoints if c.number < checkpoint.number]
         first = (checkpoint.instruction.splitlines() or [""])[0][:80]
-        self.host.publish(RolledBack(checkpoint.number, report))
+        self.record(RolledBack(checkpoint.number, report))
         return restore_message(report, f"before instruction {checkpoint.number} (“{first}”)")
 
     async def restore_files_only(self, checkpoint: Checkpoint) -> dict[str, Any]:
@@ -305,19 +303,19 @@ class Rollback:
         report = await self._probe("restore", checkpoint.number, self.store_dir())
         self.checkpoints = [c for c in self.checkpoints if c.number < checkpoint.number]
         if not report.get("missing"):
-            self.host.publish(RolledBack(checkpoint.number, report))
+            self.record(RolledBack(checkpoint.number, report))
         return report
 
     async def undo_and_roll_back(self, n: int = 1) -> tuple[list[str], str]:
         """Forget the last ``n`` instructions and roll the state back to before the first of
         them that ran code. Returns (the instructions, what the rollback did, "" if none)."""
-        conversation = self.host.conversation
+        conversation = self.conversation
         starts = len(conversation.turn_starts)
         cut = max(0, starts - n)
         targets = [c for c in self.checkpoints if cut <= c.conversation_index < starts
                    and conversation.instruction(c.conversation_index).startswith(
                        c.instruction)]  # still the same conversation (not reset or loaded)
-        removed = self.host.undo(n)
+        removed = self.undo(n)
         if not targets:
             return removed, ""
         return removed, await self.rollback_to(min(targets, key=lambda c: c.number))
@@ -326,11 +324,11 @@ class Rollback:
         """Go back to checkpoint ``number`` (before that instruction ran); the instructions
         from it on are forgotten too. Returns (the instructions, what the rollback did)."""
         checkpoint = self.checkpoint_named(number)
-        conversation, at = self.host.conversation, checkpoint.conversation_index
+        conversation, at = self.conversation, checkpoint.conversation_index
         same = (at < len(conversation.turn_starts)
                 and conversation.instruction(at).startswith(checkpoint.instruction))
         n = len(conversation.turn_starts) - at
-        removed = self.host.undo(n) if same and n > 0 else []
+        removed = self.undo(n) if same and n > 0 else []
         return removed, await self.rollback_to(checkpoint)
 
     def forget_saved_files(self) -> None:
@@ -339,7 +337,7 @@ class Rollback:
         import shutil
 
         try:
-            store = os.path.join(self.host.executor.cwd, self.store_dir())
+            store = os.path.join(self.executor.cwd, self.store_dir())
         except Exception:  # no working directory to speak of: nothing was saved
             return
         shutil.rmtree(store, ignore_errors=True)

@@ -339,3 +339,30 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         import os
 
         return os.environ.get(self.trait_metadata("guard_memory_limit", "env"), "2G")
+
+    # --------------------------------------------------- previews (core.preview)
+    preview = Enum(
+        ["off", "on-request", "flagged"], config=True,
+        help="Previews: running a step in a disposable copy (a fork of the child kernel in "
+        "private namespaces, the workspace a copy-on-write overlay, no network) to show what "
+        "it would print and change before it is decided. 'on-request' (the card's Preview "
+        "button, p at the terminal question, ACP's Preview option), 'flagged' (also every "
+        "step with a risk flag is previewed before its card shows), 'off'. The "
+        "administrator's policy may require 'flagged'. Env: OI_PREVIEW.",
+    ).tag(env="OI_PREVIEW")
+
+    @default("preview")
+    def _preview_default(self) -> str:
+        return config.env_choice(self.trait_metadata("preview", "env"),
+                                 ["off", "on-request", "flagged"], "on-request",
+                                 help=self.traits()["preview"].help)
+
+    preview_timeout = Float(
+        config=True,
+        help="Seconds a preview may run before it is stopped (the card then says so). "
+        "Env: OI_PREVIEW_TIMEOUT (default 30).",
+    ).tag(env="OI_PREVIEW_TIMEOUT")
+
+    @default("preview_timeout")
+    def _preview_timeout_default(self) -> float:
+        return env_number(self.trait_metadata("preview_timeout", "env"), 30.0)

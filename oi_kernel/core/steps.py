@@ -1,21 +1,20 @@
 """What happens to one proposed block: risk review, the decision (asked or automatic),
 the run with its timeout, and the feedback the model reads, each reported as an event
 (which the session log records). ``StepRunner`` is a part the engine holds
-(``engine.steps``); the seams (executor, approver), the LLM, the session's secrets and the
-settings stay the engine's, which the part reads through ``StepHost``."""
+(``engine.steps``), given what it uses (the settings, the seams, the model, where events
+are recorded), never the engine."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, replace
+from secrets import token_hex
+from typing import TYPE_CHECKING, Any
 
-from oi_kernel.core import approval_modes, changes, four_eyes, guard, identity, prompts
+from oi_kernel.core import approval_modes, changes, four_eyes, guard, identity, preview, prompts
 from oi_kernel.core.caps import timeout_feedback, timeout_notice
-from oi_kernel.core.conversation import Conversation
 from oi_kernel.core.events import (
     CodeProposed,
     Decided,
@@ -25,15 +24,15 @@ from oi_kernel.core.events import (
     Notice,
     StepDone,
     StepReviewed,
-    TurnDone,
-    TurnStarted,
     UntrustedNotice,
 )
 from oi_kernel.core.executor import Approver, ExecResult, Executor
+from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
-from oi_kernel.core.small_model import ModelPolicy
+from oi_kernel.core.small_model import policy_for
+from oi_kernel.core.step_seams import StepEnd, StepSettings, offered_languages
 from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec, tool_flags
-from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of
+from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of, with_context
 from oi_kernel.core.types import (
     ApprovalRequest,
     CodeBlock,
@@ -42,7 +41,6 @@ from oi_kernel.core.types import (
     StepStatus,
     Turn,
 )
-from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.languages import normalize_language
 from oi_kernel.safety.redact import SecretSet
 from oi_kernel.safety.risk import Flag, character_flags, format_flags, review_or_flag
@@ -63,54 +61,59 @@ TOOL_ALWAYS_ASKS = frozenset({"destructive", "tool-changed"})
 RISKY_ADVICE = frozenset({"overwrite-file"})
 
 
-class StepHost(Protocol):
-    """What the step runner reads from the engine that holds it, live (settings change and
-    the approver may be wrapped): the seams, the session's secrets, the rollback part, the
-    settings (``c.Engine.*``), ``publish`` for what only the log records."""
+@dataclass
+class _Review:
+    """What the review found about one block before it is decided."""
 
-    executor: Executor
-    approver: Approver
-    toolbox: Toolbox
-    tool_settings: Tools
-    secrets: SecretSet
-    rollback: Rollback
-    log: logging.Logger
-    approval: str
-    approval_floor: str
-    untrusted_content: str
-    known_safe: list[str]  # the user's entries for the known-safe review
-    known_safe_denied: list[str]  # the administrator's
-    step_timeout: float
-    guard: str
-    guard_time_limit: float
-    guard_memory_limit: str
-    max_output_chars: int
-    turns: list[Turn]  # as the events build them (core.turn_fold): read, never assigned
-    conversation: Conversation  # (only where the next instruction will start)
+    request: ApprovalRequest
+    spec: ToolSpec | None
+    language: str | None
+    verdict: Verdict | None
+    followed: list[dict[str, Any]]
 
-    @property
-    def auto_run(self) -> bool: ...
 
-    @property
-    def policy(self) -> ModelPolicy: ...
+class _Told:
+    """A step's sink that keeps the last record the step told (``Decided``/``StepDone``)."""
 
-    def offered_languages(self) -> list[str]: ...
+    def __init__(self, emit: EventSink, index: int, block: CodeBlock) -> None:
+        self.emit = emit
+        self.last = StepRecord(index, block, status="stopped", feedback=NOT_REACHED)
 
-    def publish(self, event: Event) -> None: ...
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, (Decided, StepDone)):
+            self.last = event.record
+        self.emit(event)
 
-    def tee(self, emit: EventSink) -> EventSink: ...
+
+NOT_REACHED = "Not run: the user stopped this instruction."
 
 
 class StepRunner:
-    """Runs proposed blocks through review, decision and execution: a part the engine holds
-    (``engine.steps``). It keeps what only the steps need: the variables whose values came
-    from outside, and the fence around outside text."""
+    """Runs proposed blocks through review, decision and execution. It is given what it
+    uses: the settings, where code runs (``executor``, ``toolbox``), how a decision is asked
+    (``approver``, which the session may wrap later), the model (its policy shapes the
+    feedback), ``record`` (what only the session log records) and the rollback part. It
+    keeps what only the steps need: the variables whose values came from outside, and the
+    fence around outside text."""
 
-    def __init__(self, host: StepHost) -> None:
-        self.host = host
+    def __init__(self, settings: StepSettings, executor: Executor, approver: Approver,
+                 model: Model, record: EventSink, *, toolbox: Toolbox, tool_settings: Tools,
+                 secrets: SecretSet, rollback: Rollback, log: logging.Logger,
+                 author: str = "") -> None:
+        self.settings = settings
+        self.executor = executor
+        self.approver = approver
+        self.model = model
+        self.record = record
+        self.toolbox = toolbox
+        self.tool_settings = tool_settings
+        self.secrets = secrets
+        self.rollback = rollback
+        self.log = log
+        self.author = author  # who asks when a turn's request does not say ("": this user)
         self.taint: Taint = {}  # variables whose values came from outside (safety.untrusted)
         self._names: SessionNames | None = None  # what earlier steps imported and defined
-        self.fence = f"untrusted-{secrets.token_hex(6)}"  # delimits outside text for the model
+        self.fence = f"untrusted-{token_hex(6)}"  # delimits outside text
 
     @property
     def names(self) -> SessionNames:
@@ -121,65 +124,56 @@ class StepRunner:
             self._names = SessionNames()
         return self._names
 
-    # where a step runs and how long it may: the engine's, read when the step runs
-    @property
-    def executor(self) -> Executor:
-        return self.host.executor
-
-    @property
-    def toolbox(self) -> Toolbox:
-        return self.host.toolbox
-
-    @property
-    def tool_settings(self) -> Tools:
-        return self.host.tool_settings
-
     @property
     def step_timeout(self) -> float:
-        return self.host.step_timeout
-
-    async def run_code_steps(
-        self, title: str, blocks: list[CodeBlock], emit: EventSink, *,
-        reask: frozenset[str] | None = None, stop_on_failure: bool = False, **log_fields: Any
-    ) -> Turn:
-        """Propose recorded code (``%load --replay``, ``%rebuild``) through the same review,
-        approval and execution path as the model's code, without calling the LLM. The
-        conversation is not changed; the steps are recorded as a turn (``log_fields`` go in
-        its turn_start). ``reask``: code approved before runs without asking unless the
-        review flags one of these categories (or the policy's floor asks);
-        ``stop_on_failure``: a step that does not end "ok" ends the turn there."""
-        emit = self.host.tee(emit)
-        emit(TurnStarted(len(self.host.turns) + 1, title, log_fields,
-                         conversation_index=len(self.host.conversation.turn_starts)))
-        turn = self.host.turns[-1]  # as the events build it (core.turn_fold)
-        run_all, reason = False, ""
-        try:
-            for block in blocks:
-                run_all, stop = await self.run_step(turn, len(turn.steps) + 1, block,
-                                                    run_all, emit, reask)
-                failed = stop_on_failure and turn.steps[-1].status not in ("ok", "skipped")
-                if stop or failed:
-                    reason = "stopped"
-                    break
-            else:
-                reason = "done"
-        except asyncio.CancelledError:
-            reason = "interrupted"
-            raise
-        except ApprovalUnavailableError:
-            reason = "approval_unavailable"
-            raise
-        finally:
-            emit(TurnDone(turn, reason))
-        return turn
+        return self.settings.step_timeout
 
     async def run_step(
         self, turn: Turn, index: int, block: CodeBlock, run_all: bool, emit: EventSink,
         reask: frozenset[str] | None = None,
-    ) -> tuple[bool, bool]:
-        """Step ``index`` of ``turn``: review, decide, run ``block``; its record is what its
-        events build (``turn.steps``). Returns (run_all, stop). ``reask``: see
-        ``run_code_steps``."""
+    ) -> StepEnd:
+        """Step ``index`` of ``turn``: review, decide, run ``block``. ``reask``: code
+        approved before (``%load --replay``, ``%rebuild``) runs without asking unless the
+        review flags one of these categories (or the policy's floor asks)."""
+        told = _Told(emit, index, block)
+        emit = with_context(told, context_of(emit))
+        run_all, stop = await self._step(turn, index, block, run_all, emit, reask)
+        return StepEnd(run_all, stop, told.last)
+
+    async def _step(self, turn: Turn, index: int, block: CodeBlock, run_all: bool,
+                    emit: EventSink, reask: frozenset[str] | None) -> tuple[bool, bool]:
+        review = self._review(turn, index, block, emit)
+        request, spec, language = review.request, review.spec, review.language
+        emit = self._previewed(request, language or "", emit)
+        if spec is None and (language is None
+                             or language not in offered_languages(self.settings.languages)):
+            self._refuse(turn, index, block, request, emit)
+            return run_all, False
+        asks = self.needs_approval(request, run_all if reask is None else True)
+        if reask is not None:  # approved once already: asked again only for what it names
+            asks = asks or any(f.category in reask for f in request.flags)
+        emit(CodeProposed(request, asks))
+        self._untrusted_notice(turn, index, review, asks, emit)
+        decision = await self._decide(request, run_all, asks)
+        if decision.action != "run":
+            status, feedback = _not_run(decision)
+            emit(Decided(StepRecord(index, block, decision, status, feedback=feedback),
+                         turn.index, request, spec))
+            return run_all, decision.action == "stop"
+        emit(Decided(StepRecord(index, block, decision), turn.index, request, spec))
+        ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
+                              block.bare, tool=block.tool)
+        await self._before_run(turn, review, block, ran_block, emit)
+        guarded = guard.guarded(self.settings.guard, self.settings.approval, request, decision)
+        stopped = await self._execute(turn, StepRecord(index, block, decision), ran_block,
+                                      format_flags(request.flags), emit, spec, guarded=guarded)
+        if stopped is not None:
+            return await self._ask_after_stop(turn, request, ran_block, stopped, run_all, emit)
+        return run_all or decision.run_all, False
+
+    def _review(self, turn: Turn, index: int, block: CodeBlock, emit: EventSink) -> _Review:
+        """The risk review of ``block`` and the approval request it makes (reported)."""
+        settings = self.settings
         verdict: Verdict | None = None
         named: Flag | None = None  # the known-safe review's flag, when it is on the card
         if block.tool:
@@ -192,65 +186,59 @@ class StepRunner:
             language = normalize_language(block.language)
             flags = review_or_flag(language or block.language, block.code)
             verdict = self.known_safe(language or block.language, block.code)
-            if approval_modes.asks_unsafe(self.host.approval, self.host.approval_floor):
+            if approval_modes.asks_unsafe(settings.approval, settings.approval_floor):
                 named = verdict.flag()
                 flags += [named] if named else []
             sandboxed = self.executor.sandboxed
         followed = [u for u in turn.untrusted if u["read"]]
         if followed and (verdict is None or not verdict.stays_inside
-                         or self.host.untrusted_content == "ask"):
+                         or settings.untrusted_content == "ask"):
             flags = [*flags, untrusted_flag(followed, verdict, named=named is not None)]
         context = context_of(emit)  # the turn's own request: who sent it, whether stdin asks
         request = ApprovalRequest(turn.index, index, block, flags, sandboxed,
-                                  run_all_allowed=not _asks(self.host.approval_floor, None),
+                                  run_all_allowed=not _asks(settings.approval_floor, None),
                                   tool=spec.label if spec else "",
-                                  author=context.author or identity.person(),
+                                  author=context.author or self.author or identity.person(),
                                   allow_stdin=context.allow_stdin)
         self.four_eyes_for(request)
         emit(StepReviewed(turn.index, index, block, flags, followed, spec))
-        if spec is None and (language is None or language not in self.host.offered_languages()):
-            feedback = (f"Language '{block.language}' is not available here. Use one of: "
-                        + ", ".join(self.host.offered_languages()) + ".")
-            emit(Decided(StepRecord(index, block, status="refused", feedback=feedback),
-                         turn.index, request, spec))
-            emit(Notice(feedback, "warning"))
-            return run_all, False
-        if reask is None:
-            asks = self.needs_approval(request, run_all)
-        else:  # approved once already: asked again only for what the review names
-            asks = self.needs_approval(request, True) or any(f.category in reask
-                                                             for f in flags)
-        emit(CodeProposed(request, asks))
-        if followed and not asks and not turn.untrusted_noticed:
-            why = ("`%approval risky` asks about such steps" if self.host.auto_run
-                   else "you chose Run all")
-            if verdict is not None and verdict.stays_inside:
-                why = "it is known safe and its effects stay in the namespace"
-            emit(UntrustedNotice(f"Step {index} {untrusted_note(followed)} (text from outside "
-                                 f"your instruction) and runs without asking ({why}).",
-                                 "warning"))
-        decision = await self._decide(request, run_all, asks)
-        if decision.action != "run":
-            status, feedback = _not_run(decision)
-            emit(Decided(StepRecord(index, block, decision, status, feedback=feedback),
-                         turn.index, request, spec))
-            return run_all, decision.action == "stop"
-        emit(Decided(StepRecord(index, block, decision), turn.index, request, spec))
-        ran_block = CodeBlock(language or block.language, decision.code, block.tool_call_id,
-                              block.bare, tool=block.tool)
+        return _Review(request, spec, language, verdict, followed)
+
+    def _refuse(self, turn: Turn, index: int, block: CodeBlock, request: ApprovalRequest,
+                emit: EventSink) -> None:
+        """A block in a language this session does not offer: refused, the model told."""
+        offered = offered_languages(self.settings.languages)
+        feedback = (f"Language '{block.language}' is not available here. Use one of: "
+                    + ", ".join(offered) + ".")
+        emit(Decided(StepRecord(index, block, status="refused", feedback=feedback),
+                     turn.index, request, None))
+        emit(Notice(feedback, "warning"))
+
+    def _untrusted_notice(self, turn: Turn, index: int, review: _Review, asks: bool,
+                          emit: EventSink) -> None:
+        """A step that follows outside text and runs unasked: the user is told, once."""
+        followed, verdict = review.followed, review.verdict
+        if not followed or asks or turn.untrusted_noticed:
+            return
+        why = ("`%approval risky` asks about such steps" if self.settings.approval == "never"
+               else "you chose Run all")
+        if verdict is not None and verdict.stays_inside:
+            why = "it is known safe and its effects stay in the namespace"
+        emit(UntrustedNotice(f"Step {index} {untrusted_note(followed)} (text from outside "
+                             f"your instruction) and runs without asking ({why}).",
+                             "warning"))
+
+    async def _before_run(self, turn: Turn, review: _Review, block: CodeBlock,
+                          ran_block: CodeBlock, emit: EventSink) -> None:
+        """The instruction's checkpoint (code only), and what the step binds, for the next
+        steps' known-safe review."""
         if not block.tool:  # (a tool's effects are its server's: nothing here to roll back)
-            problem = await self.host.rollback.ensure_checkpoint(turn)
+            problem = await self.rollback.ensure_checkpoint(turn)
             if problem:
                 emit(Notice(problem, "warning"))
-        if verdict is not None:  # what the step binds, for the next steps' review
-            self.names.ran(verdict if decision.code == block.code
-                           else self.known_safe(ran_block.language, decision.code))
-        guarded = guard.guarded(self.host.guard, self.host.approval, request, decision)
-        stopped = await self._execute(turn, StepRecord(index, block, decision), ran_block,
-                                      format_flags(flags), emit, spec, guarded=guarded)
-        if stopped is not None:
-            return await self._ask_after_stop(turn, request, ran_block, stopped, run_all, emit)
-        return run_all or decision.run_all, False
+        if review.verdict is not None:
+            self.names.ran(review.verdict if ran_block.code == block.code
+                           else self.known_safe(ran_block.language, ran_block.code))
 
     async def _ask_after_stop(
         self, turn: Turn, request: ApprovalRequest, block: CodeBlock, stopped: guard.GuardStop,
@@ -265,7 +253,7 @@ class StepRunner:
         emit(GuardStopped(turn.index, index, stopped))
         again = replace(request, block=block, flags=[*stopped.flags(), *request.flags])
         emit(CodeProposed(again, True))
-        decision = await self.host.approver.decide(again)
+        decision = await self.approver.decide(again)
         if decision.action != "run":
             status, _feedback = _not_run(decision)
             emit(Decided(StepRecord(index, block, decision, status,
@@ -283,8 +271,8 @@ class StepRunner:
         from oi_kernel.safety.known_safe import Verdict, check
 
         try:
-            return check(language, code, tuple(self.host.known_safe),
-                         tuple(self.host.known_safe_denied), self.names)
+            return check(language, code, tuple(self.settings.known_safe),
+                         tuple(self.settings.known_safe_denied), self.names)
         except Exception as exc:
             return Verdict((f"the known-safe review failed ({type(exc).__name__}: {exc})",))
 
@@ -299,26 +287,34 @@ class StepRunner:
             return True
         if request.block.tool and any(f.category in TOOL_ALWAYS_ASKS for f in request.flags):
             return True
-        if self.host.untrusted_content == "ask" and any(f.category == UNTRUSTED
+        if self.settings.untrusted_content == "ask" and any(f.category == UNTRUSTED
                                                     for f in request.flags):
             return True
-        if _asks(self.host.approval_floor, request):
+        if _asks(self.settings.approval_floor, request):
             return True
-        return not run_all and _asks(self.host.approval, request)
+        return not run_all and _asks(self.settings.approval, request)
 
     def four_eyes_for(self, request: ApprovalRequest) -> None:
         """Mark ``request`` as needing a second person when four-eyes approval applies
         (the policy's floor first: it names who requires it)."""
-        for mode, source in ((self.host.approval_floor, "policy"), (self.host.approval, "setting")):
+        settings = self.settings
+        for mode, source in ((settings.approval_floor, "policy"), (settings.approval, "setting")):
             if four_eyes.required((mode,), request.flags):
                 request.four_eyes, request.four_eyes_source = mode, source
                 return
+
+    def _previewed(self, request: ApprovalRequest, language: str, emit: EventSink) -> EventSink:
+        """The step's previews (``core.preview``) for ``request``; the sink for the step's
+        events (it adds the comparison of a previewed step's real run)."""
+        request.preview = preview.for_request(self.settings, self.executor, request, language, emit)
+        return preview.comparing(request, emit)
 
     async def _decide(self, request: ApprovalRequest, run_all: bool,
                       asks: bool | None = None) -> Decision:
         if not (self.needs_approval(request, run_all) if asks is None else asks):
             return Decision("run", request.block.code, by="auto")
-        decision = await self.host.approver.decide(request)
+        await preview.before_card(self.settings, request, True)  # ``flagged``: on the card
+        decision = await self.approver.decide(request)
         if (request.four_eyes and decision.action == "run"
                 and identity.same_person(decision.by, request.author)):
             # the approver let the author run it (an API callback): not a second person
@@ -334,11 +330,11 @@ class StepRunner:
         (``StepDone``: ``step`` with its status, outputs, feedback, duration and changes).
         ``guarded``: under the runtime guard and the default limits; what stopped it, if
         anything, is returned (the step is then asked about)."""
-        tracked = False if block.tool else await self.host.rollback.track_begin(block.language)
+        tracked = False if block.tool else await self.rollback.track_begin(block.language)
         try:
             limits = await self._arm_guard() if guarded else None
         except Exception as exc:  # fails closed: the step is asked about, not run unguarded
-            self.host.log.exception("the runtime guard could not be armed")
+            self.log.exception("the runtime guard could not be armed")
             return guard.GuardStop([{"event": "guard", "what": "setting up the guard failed "
                                      f"({type(exc).__name__}: {exc}), so nothing ran"}])
         started = time.monotonic()
@@ -349,11 +345,11 @@ class StepRunner:
             ended = replace(step, status="interrupted", duration_s=time.monotonic() - started,
                             feedback=prompts.step_feedback("interrupted", ""))
             # recorded only: the front door is being stopped and shows no result
-            self.host.publish(StepDone(ended, turn.index, block, spec))
+            self.record(StepDone(ended, turn.index, block, spec))
             raise
         changed = None
         if tracked and (result is None or result.status != "died"):
-            changed = await self.host.rollback.track_end()
+            changed = await self.rollback.track_end()
         ran = replace(step, duration_s=time.monotonic() - started, changes=changed)
         stopped = None
         if limits is not None and not (result is not None and result.status == "died"):
@@ -373,10 +369,17 @@ class StepRunner:
             return None
         if result.status == "died":
             emit(Notice(result.message, "error"))  # the user sees it too, not only the model
-        policy = self.host.policy
+        emit(self._done(turn.index, ran, block, spec, result, flags))
+        return stopped
+
+    def _done(self, turn: int, ran: StepRecord, block: CodeBlock, spec: ToolSpec | None,
+              result: ExecResult, flags: str) -> StepDone:
+        """A step that ran to its end: its outputs and the feedback the model reads (outputs
+        masked, outside text fenced, changes summarised)."""
+        policy = policy_for(self.model, self.settings)
         text = result.message or policy.output_text(result.outputs, block.code,
-                                                    self.host.max_output_chars)
-        text = self.host.secrets.redact(text)  # before the LLM sees it
+                                                    self.settings.max_output_chars)
+        text = self.secrets.redact(text)  # before the LLM sees it
         found = self._outside(block, spec, result, text)
         outside = ", ".join(s.phrase() for s in found)
         if block.tool:
@@ -384,22 +387,21 @@ class StepRunner:
         else:
             feedback = _with_changes(prompts.step_feedback(
                 result.status, text, flags, block.code, policy.small, outside, self.fence),
-                changed)
-        emit(StepDone(replace(ran, status=result.status, outputs=result.outputs,
-                              feedback=feedback), turn.index, block, spec,
-                      [{"source": s.label, "kind": s.kind, "phrase": s.phrase(),
-                        "verb": s.verb} for s in found]))
-        return stopped
+                ran.changes)
+        return StepDone(replace(ran, status=result.status, outputs=result.outputs,
+                                feedback=feedback), turn, block, spec,
+                        [{"source": s.label, "kind": s.kind, "phrase": s.phrase(),
+                          "verb": s.verb} for s in found])
 
     async def _guard_report(self) -> dict[str, Any] | None:
         try:
             report = await self.executor.guard_report()  # type: ignore[attr-defined]
             if not report.get("guarded"):
-                self.host.log.warning("a step meant to run guarded ran without the guard "
+                self.log.warning("a step meant to run guarded ran without the guard "
                                       "(its cell never started)")
             return report
         except Exception:  # (e.g. a child restarted after a time limit: the limit says it)
-            self.host.log.exception("the runtime guard's report could not be read")
+            self.log.exception("the runtime guard's report could not be read")
             return None
 
     async def _arm_guard(self) -> tuple[float, str] | None:
@@ -409,9 +411,9 @@ class StepRunner:
         arm = getattr(self.executor, "arm_guard", None)
         if arm is None:
             return None
-        memory = self.host.guard_memory_limit.strip()
+        memory = self.settings.guard_memory_limit.strip()
         await arm(guard.settings(self.executor.cwd, memory))
-        return self.host.guard_time_limit, "" if memory in ("", "0") else memory
+        return self.settings.guard_time_limit, "" if memory in ("", "0") else memory
 
     def _outside(self, block: CodeBlock, spec: ToolSpec | None, result: ExecResult,
                  text: str) -> list[Source]:

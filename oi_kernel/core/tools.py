@@ -163,10 +163,11 @@ class Toolbox:
     def __init__(self) -> None:
         self.providers: list[ToolProvider] = []
         self.functions: dict[str, ToolSpec] = {}
+        self.builtin: dict[str, ToolSpec] = {}  # the session's own (edit_cell: kind "edit")
         self.last_offer = Offer()
 
     def __bool__(self) -> bool:
-        return bool(self.providers or self.functions)
+        return bool(self.providers or self.functions or self.builtin)
 
     async def prepare(self) -> list[str]:
         notices: list[str] = []
@@ -175,7 +176,7 @@ class Toolbox:
         return notices
 
     def all_specs(self) -> list[ToolSpec]:
-        specs = list(self.functions.values())
+        specs = [*self.functions.values(), *self.builtin.values()]
         for provider in self.providers:
             specs += provider.specs()
         return specs
@@ -193,7 +194,7 @@ class Toolbox:
         else:
             used = META_TOKENS
             for spec in specs:
-                if spec.kind == "function" or used + spec.tokens <= budget_tokens:
+                if spec.kind in ("function", "edit") or used + spec.tokens <= budget_tokens:
                     offer.definitions.append(spec.definition())
                     used += spec.tokens
                 else:
@@ -234,6 +235,8 @@ class Toolbox:
         args = parse_arguments(raw)
         if spec.kind == "function":
             return CodeBlock("python", call_code(spec.tool or spec.name, args))
+        if spec.kind == "edit":  # reviewed as a diff (session.cell_edits), never run
+            return CodeBlock("json", json.dumps(args, ensure_ascii=False), tool=name)
         return CodeBlock("json", json.dumps(args, indent=1, ensure_ascii=False), tool=name)
 
     def spec(self, name: str) -> ToolSpec | None:

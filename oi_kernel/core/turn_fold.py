@@ -2,9 +2,10 @@
 
 The engine reports what happened only as events (``core.events``); a ``Turn`` and its
 ``StepRecord`` list are what those events add up to. ``TurnBuilder`` is that sum: given the
-events of one or more turns in order, it builds their ``Turn`` records. The engine holds one
-as the first subscriber of its own events (``Engine.publish``), so its ``turns`` are current
-when the session log or a front door sees an event; anyone else holding the events (the API,
+events of one or more turns in order, it builds their ``Turn`` records. The engine's turn loop
+makes each turn's record itself and its sink folds the turn's events into it (``fold_into``)
+before the session log or a front door sees them; what is recorded outside a turn's sink
+(``Engine.publish``) is folded into the latest turn; anyone else holding the events (the API,
 an ACP client, a replay of a recorded turn) gets the same records by folding them again.
 
 Each event adds its own part (``Recorded.fold``): ``ReplyDone`` counts an LLM call and its
@@ -15,7 +16,7 @@ events before any ``TurnStarted``, change nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from oi_kernel.core import events as E
 from oi_kernel.core.types import Turn
@@ -36,6 +37,17 @@ class TurnBuilder:
             return
         if self.turns and isinstance(event, E.Recorded):
             event.fold(self.turns[-1])
+
+
+def fold_into(turn: Turn) -> Callable[[E.Event], None]:
+    """Folds the events of one turn into ``turn``, a record its loop made (its
+    ``TurnStarted`` is already in it)."""
+
+    def fold(event: E.Event) -> None:
+        if isinstance(event, E.Recorded) and not isinstance(event, E.TurnStarted):
+            event.fold(turn)
+
+    return fold
 
 
 def rebuild(events: Iterable[E.Event]) -> list[Turn]:

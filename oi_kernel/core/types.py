@@ -95,6 +95,14 @@ class ApprovalRequest:
     # ("policy": the administrator's policy, "setting": %approval or the config)
     four_eyes: str = ""
     four_eyes_source: str = ""
+    # the step's previews (``core.preview.StepPreview``): ``run(code)`` for the approver,
+    # ``why_not`` when none can be made here; None for a front door that offers none
+    preview: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def previewed(self) -> Any:
+        """The latest preview of this step (``core.preview.PreviewResult``), or None."""
+        return self.preview.latest() if self.preview is not None else None
 
 
 @dataclass

@@ -33,7 +33,7 @@ from oi_kernel.kernel.direct import DIRECT_KINDS, DirectCells
 from oi_kernel.kernel.editing import EditingRequests
 from oi_kernel.kernel.lifecycle import Lifecycle
 from oi_kernel.session import commands, last_error, rebuild, stdin  # noqa: F401 (registering)
-from oi_kernel.session.assembly import build_session, kernel_kind
+from oi_kernel.session.assembly import Wiring, build_session, kernel_kind
 from oi_kernel.session.frontend_comm import FrontendComms
 from oi_kernel.session.status import status_fields
 from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
@@ -106,22 +106,19 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
             self.publish, self._use_widgets,
             fallback=StdinApprover(self.ask_stdin),
         )
-        self.oi = build_session(kernel_kind(), approver=approver, parent=self)
-        self.oi.notify = self._notify
-        self.oi.display = self.display
+        own = getattr(self.parent, "abs_connection_file", "")  # its key drives this kernel
+        self.oi = build_session(kernel_kind(), Wiring(
+            approver, notify=self._notify, display=self.display, forward=self._on_child_iopub,
+            hold_errors=True,  # the view shows a step's error (compact first)
+            on_input=self._on_child_input, protected_paths=(own,) if own else ()), parent=self)
         self.engine = self.oi.engine
         self.child = self.oi.child
-        own = getattr(self.parent, "abs_connection_file", "")  # its key drives this kernel
-        if own:
-            self.child.protected_paths.append(own)
         self.proxy = ChildProxy(self.session, lambda: self.iopub_socket, self.child,
                                 self.comm_manager, lambda: self._parent_msg,
                                 lambda: self.execution_count, self._on_widget_frontend)
-        self.oi.runner.forward = self.proxy.on_iopub
-        self.oi.runner.hold_errors = True  # the view shows a step's error (compact first)
-        self.child.on_input = self._on_child_input
         self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path,
-                                      details=lambda: status_fields(self.oi), child=self.child)
+                                      details=lambda: status_fields(self.oi), child=self.child,
+                                      publish=self.publish)
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None
@@ -270,6 +267,10 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         """An input_request to the frontend, awaited without blocking the event loop."""
         return await stdin.ask(self, prompt, parent=self._parent_msg, ident=self._parent_ident,
                                password=password)
+
+    def _on_child_iopub(self, msg: dict[str, Any]) -> None:
+        """The child's output, as it comes: relayed to our frontend (``ChildProxy``)."""
+        self.proxy.on_iopub(msg)
 
     async def _on_child_input(self, prompt: str, password: bool, parent_id: str) -> str:
         if not self._context.allow_stdin:  # the child was not told it may ask: refuse

@@ -42,7 +42,7 @@ from oi_kernel.execution.shell import InterruptGuard, ShellExecutor
 from oi_kernel.magics import notebook_context
 from oi_kernel.magics.frontend import KernelFrontend, TerminalFrontend, WidgetClients
 from oi_kernel.session import commands
-from oi_kernel.session.assembly import build_session
+from oi_kernel.session.assembly import Wiring, build_session
 from oi_kernel.session.view import DISPLAY_MODES, TurnView, live_display, say_bundle
 
 _CELL_RE = re.compile(r"%%oi(?=\s|$)")
@@ -115,9 +115,8 @@ class OIMagics(Magics):
             fallback=StdinApprover(self._ask),
         )
         executor = ShellExecutor(shell, self.guard)
-        self.oi = build_session("magic", approver=approver, executor=executor, parent=self)
-        self.oi.notify = lambda text: _say(text)
-        self.oi.display = self.display
+        self.oi = build_session("magic", Wiring(approver, notify=_say, display=self.display),
+                                executor=executor, parent=self)
         self.engine = self.oi.engine
         self.transformer = _cell_transformer(shell)
         self._running = False
@@ -138,7 +137,7 @@ class OIMagics(Magics):
         from oi_kernel.session.status import status_fields
 
         comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic",
-                              details=lambda: status_fields(self.oi))
+                              details=lambda: status_fields(self.oi), publish=self._publish)
         comms.register_target(getattr(kernel, "comm_manager", None))
         return comms
 

@@ -9,8 +9,13 @@ before the LLM, the session log, saved conversations and exports, the session lo
 configuration problems to show, the start-up profile, and the administrator's policy
 (``session.policy``, applied by ``session.policy_rules``).
 
-    session = build_session("kernel", approver=card, parent=kernel, forward=relay)
+    session = build_session("kernel", Wiring(card, notify=say), parent=kernel)
     await session.engine.run_turn(text, sink)
+
+A front door hands ``build_session`` one ``Wiring``: how to ask (its approver), how to send
+output outside a turn (``notify``), who is asking, how replies stream, and for a child kernel
+of ours how its output, its input requests and its protected paths reach the front door.
+Nothing is assigned into the session after it is built.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -60,12 +65,43 @@ FRONT_DOORS: dict[str, FrontDoor] = {
 }
 
 
+def _silent(text: str) -> None:
+    """Notices go nowhere (a front door that shows none: tests, exports)."""
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """How a front door talks to its user, handed to ``build_session`` (nothing is assigned
+    into the session afterwards).
+
+    - ``approver``: how a decision about a step is asked (a card, stdin, a callback, the
+      ACP client's permission request);
+    - ``notify``: how text is sent to the user outside a turn (a child restarted, a gateway
+      reconnected);
+    - ``author``: who is asking through this door when a turn's own request does not say
+      (``TurnContext.author``); "" names the process's user (``core.identity``);
+    - ``display``: how replies stream ("live", "text" or "auto"; ``%display`` changes it);
+    - for a child kernel of ours (the kernel front door): ``forward`` gets its output as it
+      comes, ``hold_errors`` keeps a step's error for the view to show, ``on_input`` answers
+      its ``input()``, and ``protected_paths`` are never the sandboxed child's to touch.
+    """
+
+    approver: Approver
+    notify: Callable[[str], None] = _silent
+    author: str = ""
+    display: str = "auto"
+    forward: Callable[[dict[str, Any]], None] | None = None
+    hold_errors: bool = False
+    on_input: Callable[..., Awaitable[str]] | None = None
+    protected_paths: tuple[str, ...] = ()
+
+
 class Session:
     """A front door's engine and everything around it (see the module docstring)."""
 
     def __init__(self, kind: Kind, engine: Engine, *, child: Any = None, runner: Any = None,
                  log_dir: str | os.PathLike[str] | None = None, logging: bool = True,
-                 session_id: str | None = None) -> None:
+                 session_id: str | None = None, wiring: Wiring | None = None) -> None:
         self.kind = kind
         self.door = FRONT_DOORS[kind]
         self.engine = engine
@@ -76,12 +112,13 @@ class Session:
         self.log_dir = log_dir
         self.logging = logging
         self.session_id = session_id
-        self.notify: Callable[[str], None] = lambda text: None  # the front door shows notices
+        self.wiring = wiring or Wiring(engine.steps.approver)
+        self.notify: Callable[[str], None] = self.wiring.notify  # the front door shows notices
         self.policy: Any = None  # the administrator's policy (session.policy.Policy)
         self.policy_notices: list[str] = []  # what the policy changed, shown once
         # How replies stream: "live" (updated in place), "text" (printed) or "auto" (live
-        # where widgets render); the front door sets it from its config, %display changes it.
-        self.display = "auto"
+        # where widgets render); the front door's ``Wiring`` says first, %display changes it.
+        self.display = self.wiring.display
         self._log: Any = None
         self._writer: LogWriter | None = None
         self.mcp_error = ""  # why the MCP config could not be used ("" when it could)
@@ -250,8 +287,9 @@ class Session:
 
 def build_session(
     kind: Kind,
+    wiring: Wiring | None = None,
     *,
-    approver: Approver,
+    approver: Approver | None = None,
     parent: Any = None,
     executor: Executor | None = None,
     llm: Any = None,
@@ -265,22 +303,50 @@ def build_session(
 ) -> Session:
     """Assemble a session for a front door (see the module docstring).
 
-    ``parent`` is the configurable whose config applies (the kernel, the magics).
-    Without ``executor`` the code runs in a child kernel (``child_options`` for
-    ``ChildKernel``, ``runner_options`` for ``ChildRunner``: ``forward``, ``timeout``).
+    ``wiring``: how the front door talks to its user (``approver=`` alone is short for
+    ``Wiring(approver)``). ``parent`` is the configurable whose config applies (the kernel,
+    the magics). Without ``executor`` the code runs in a child kernel (``child_options``
+    for ``ChildKernel``, ``runner_options`` for ``ChildRunner``: ``timeout``).
     ``policy`` replaces the administrator's policy files (tests). Options that would
     lower the policy raise ``PolicyError``.
     """
     from oi_kernel.session import policy_rules
     from oi_kernel.session.policy import load_policy
 
+    if wiring is None:
+        if approver is None:
+            raise TypeError("build_session needs the front door's Wiring (or an approver)")
+        wiring = Wiring(approver)
     policy = load_policy() if policy is None else policy
     if kind == "replay" and policy.log_dir:
         logging = True  # replaying runs code: it is logged like any session
     policy_rules.check_keywords(policy, engine_options, child_options, logging)
     notices: list[str] = []
-    door = FRONT_DOORS[kind]
-    if door.owns_process:
+    llm = _model(kind, llm, parent)
+    session_ref: list[Session] = []
+    child = runner = None
+    if executor is None:
+        child, runner = _child(parent, wiring, policy_rules.gateway_choice(policy, notices),
+                               log_dir if logging else None, logging, session_ref,
+                               child_options, runner_options)
+        executor = runner
+    if parent is not None and getattr(parent, "log", None) is not None:
+        engine_options = {"log": parent.log, **(engine_options or {})}  # (its parts log there)
+    engine = Engine(executor=executor, approver=wiring.approver, parent=parent, llm=llm,
+                    author=wiring.author, **(engine_options or {}))
+    session = Session(kind, engine, child=child, runner=runner, log_dir=log_dir,
+                      logging=logging, session_id=session_id or _session_id_from_env(kind),
+                      wiring=wiring)
+    session_ref.append(session)
+    session.policy_notices = notices + policy_rules.enforce(session, policy)
+    _finish(session, kind, engine, child)
+    return session
+
+
+def _model(kind: Kind, llm: Any, parent: Any) -> Any:
+    """The front door's model, or a new ``LLM`` (whose process-wide litellm settings are
+    ours to set when the front door owns the process)."""
+    if FRONT_DOORS[kind].owns_process:
         from oi_kernel.llm.boundary import own_process
 
         own_process()
@@ -288,41 +354,43 @@ def build_session(
         from oi_kernel.llm.client import LLM
 
         llm = LLM(parent=parent)
-    child = runner = None
-    session_ref: list[Session] = []
-    if executor is None:
-        from oi_kernel.execution.placement import new_child_kernel
-        from oi_kernel.execution.runner import ChildRunner
+    return llm
 
-        choose = policy_rules.gateway_choice(policy, notices)
-        child = new_child_kernel(parent, choose_gateway=choose,
-                                 **(child_options or {}))
-        if logging:  # the audit log is never the sandboxed child's to read or change
-            from oi_kernel.record.session_log import default_log_dir
 
-            child.protected_paths.append(str(log_dir or default_log_dir()))
-        runner = ChildRunner(child, on_restart=lambda: session_ref[0].child_restarted(),
-                             **(runner_options or {}))
-        executor = runner
-    engine = Engine(executor=executor, approver=approver, parent=parent, llm=llm,
-                    **(engine_options or {}))
-    if parent is not None and getattr(parent, "log", None) is not None:
-        engine.log = parent.log
-    session = Session(kind, engine, child=child, runner=runner, log_dir=log_dir,
-                      logging=logging, session_id=session_id or _session_id_from_env(kind))
-    session_ref.append(session)
-    session.policy_notices = notices + policy_rules.enforce(session, policy)
+def _child(parent: Any, wiring: Wiring, choose: Any, log_dir: Any, logging: bool,
+           session_ref: list[Session], child_options: dict[str, Any] | None,
+           runner_options: dict[str, Any] | None) -> tuple[Any, Any]:
+    """The child kernel (not started) and its runner, wired to the front door; a child
+    that restarts tells the session (``session_ref``: the session, once built)."""
+    from oi_kernel.execution.placement import new_child_kernel
+    from oi_kernel.execution.runner import ChildRunner
+
+    child = new_child_kernel(parent, choose_gateway=choose, **(child_options or {}))
+    child.protected_paths.extend(wiring.protected_paths)
+    if logging:  # the audit log is never the sandboxed child's to read or change
+        from oi_kernel.record.session_log import default_log_dir
+
+        child.protected_paths.append(str(log_dir or default_log_dir()))
+    child.on_input = wiring.on_input
     if hasattr(child, "notify"):  # a gateway child says when it reconnected
-        child.notify = lambda text: session.notify(text)
-    if door.profiles:
+        child.notify = lambda text: session_ref[0].notify(text)
+    runner = ChildRunner(child, on_restart=lambda: session_ref[0].child_restarted(),
+                         forward=wiring.forward, **(runner_options or {}))
+    runner.hold_errors = wiring.hold_errors
+    return child, runner
+
+
+def _finish(session: Session, kind: Kind, engine: Engine, child: Any) -> None:
+    """The start-up profile (OI_PROFILE / c.Profile.name) and the MCP servers (which start
+    later, in the background)."""
+    if FRONT_DOORS[kind].profiles:
         from oi_kernel.session.profile_state import apply_startup
 
-        apply_startup(engine, child=child)  # OI_PROFILE / c.Profile.name
+        apply_startup(engine, child=child)
     if kind != "replay":
         from oi_kernel.session.tools import attach_mcp
 
-        attach_mcp(session)  # the servers start later, in the background
-    return session
+        attach_mcp(session)
 
 
 def _session_id_from_env(kind: Kind) -> str | None:

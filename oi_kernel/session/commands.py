@@ -381,7 +381,7 @@ async def _load(ctx: CommandContext, arg: str) -> None:
     ctx.say(cio.load_message(saved, engine.llm.model, replay, ctx.prefix))
     blocks = cio.replay_blocks(saved)
     if replay and blocks:
-        turn = await engine.steps.run_code_steps(f"{ctx.prefix}load {saved.path} --replay", blocks,
+        turn = await engine.run_code_steps(f"{ctx.prefix}load {saved.path} --replay", blocks,
                                            ctx.events(), replayed_from=str(saved.path))
         counts: dict[str, int] = {}
         for step in turn.steps:

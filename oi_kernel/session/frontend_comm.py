@@ -23,6 +23,9 @@ the kernel class, so the Open Interpreter kernel and the ``%%oi`` magic share it
     comms.register_target(kernel.comm_manager)
     await engine.run_turn(text, comms.watch(view, cell_id))
 
+With ``publish`` (an iopub sender for the running cell) it also offers the model the
+``edit_cell`` tool (``session.cell_edits``): the extension shows those edits as diffs.
+
 Every handler replies, also on failure (``ok: false`` with a message that says
 what to do); nothing raises into ipykernel's comm dispatch.
 """
@@ -39,6 +42,7 @@ from typing import Any, Literal
 from oi_kernel.approval import card as cards
 from oi_kernel.core import identity
 from oi_kernel.errors import OIError
+from oi_kernel.session.comm_extras import CommExtras
 
 TARGET = "oi_kernel"
 PROTOCOL_VERSION = 1
@@ -62,6 +66,7 @@ class FrontendComms:
         verify_timeout: int = 120,
         details: Callable[[], dict[str, Any]] | None = None,
         child: Any = None,
+        publish: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.engine = engine
         self.child = child  # the child kernel code runs in (None: the user's own shell)
@@ -71,6 +76,7 @@ class FrontendComms:
         self._log_path = log_path
         self._cwd = cwd
         self._comms: dict[str, Any] = {}
+        self.extras = CommExtras(self._comms, self._send)  # features, more message types
         self._tasks: set[asyncio.Task[Any]] = set()
         self._manager: Any = None
         self._last_decision = ""  # "step 2 · approved by alice" (the status tooltip)
@@ -80,6 +86,10 @@ class FrontendComms:
         self._watched = self._sandbox_traits()
         for obj, names in self._watched:
             obj.observe(self._on_setting, names=names)
+        if publish is not None:  # iopub for the running cell: the edit_cell tool's diffs
+            from oi_kernel.session.cell_edits import CellEdits
+
+            CellEdits(engine, self.extras, publish).attach()
 
     # ------------------------------------------------------------ lifecycle
     def register_target(self, comm_manager: Any = None) -> None:
@@ -102,6 +112,7 @@ class FrontendComms:
             except Exception:
                 log.debug("closing an oi_kernel comm failed", exc_info=True)
         self._comms.clear()
+        self.extras.features.clear()
         for task in list(self._tasks):
             task.cancel()
         cards.off_decided(self._card_decided)
@@ -118,7 +129,8 @@ class FrontendComms:
         comm_id = comm.comm_id
         self._comms[comm_id] = comm
         comm.on_msg(lambda m: self._on_msg(comm, m))
-        comm.on_close(lambda m: self._comms.pop(comm_id, None))
+        comm.on_close(lambda m: self.extras.comm_closed(comm_id))
+        self.extras.hello(comm_id, (msg.get("content") or {}).get("data"))
         self._send(comm, self.status())
 
     # ------------------------------------------------------------ kernel -> frontend
@@ -237,7 +249,10 @@ class FrontendComms:
         data = msg.get("content", {}).get("data") or {}
         kind = data.get("type") if isinstance(data, dict) else None
         if kind in ("hello", "get_status"):
+            self.extras.hello(comm.comm_id, data)
             self._send(comm, self.status())
+        elif kind in self.extras.handlers:
+            self.extras.handlers[kind](comm, msg, data)
         elif kind == "set_model":
             self._set_model(comm, data)
         elif kind == "export":

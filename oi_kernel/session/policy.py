@@ -21,6 +21,8 @@ policy). Every file found applies, and where two disagree the stricter value win
                                            web page, an MCP result) ask, Run all or not
       "known_safe_denied": ["shutil.copy*", ".to_csv"],  never known safe: such
                                            blocks ask under `risky` (docs/security.md)
+      "preview": "flagged",                every step with a risk flag is previewed in a
+                                           disposable copy before its card shows
       "comment": "anything: ignored"
     }
 
@@ -46,7 +48,7 @@ APPROVAL_RANK = approval_modes.RANK
 APPROVAL_ORDER = approval_modes.ORDER
 KEYS = ("approval", "allowed_models", "sandbox", "sandbox_grants", "max_cost_per_session",
         "max_tokens_per_session", "max_steps", "log_dir", "mcp", "gateway_url",
-        "untrusted_content", "known_safe_denied", "comment")
+        "untrusted_content", "known_safe_denied", "preview", "comment")
 STRICTEST = ("every code block asks for approval, the sandbox is required with no paths "
              "granted beyond the workspace, no MCP server is "
              "allowed, at most one LLM call per instruction, and no instruction is sent to a "
@@ -91,6 +93,7 @@ class Policy:
     mcp_denied: list[str] = field(default_factory=list)
     untrusted_ask: bool = False  # steps that follow outside content always ask
     known_safe_denied: list[str] = field(default_factory=list)  # never known safe (globs)
+    preview: str = ""  # "flagged": risky steps are previewed first (core.preview)
     problems: list[str] = field(default_factory=list)  # "FILE, line N: what is wrong"
     sources: dict[str, Path] = field(default_factory=dict)  # rule -> the file that set it
 
@@ -156,6 +159,8 @@ class Policy:
         if self.known_safe_denied:
             rules.append("never known safe: " + ", ".join(f"`{p}`" for p in
                                                          self.known_safe_denied))
+        if self.preview == "flagged":
+            rules.append("steps with a risk flag are previewed before they are asked about")
         if self.mcp_allowed or self.mcp_denied:
             allowed = [p for _, g in self.mcp_allowed for p in g]
             parts = ([f"allowed {', '.join(allowed) or 'none'}"] if self.mcp_allowed else [])
@@ -265,6 +270,13 @@ def _apply_rule(policy: Policy, path: Path, key: str, value: Any) -> None:
                        f"got {value!r}")
         if value == "ask" and not policy.untrusted_ask:
             policy.untrusted_ask = True
+            policy.sources[key] = path
+    elif key == "preview":
+        if value not in ("flagged", "on-request"):
+            raise _Bad('must be "flagged" (every step with a risk flag is previewed before it '
+                       f'is asked about) or "on-request"; got {value!r}')
+        if value == "flagged":
+            policy.preview = value
             policy.sources[key] = path
     elif key == "known_safe_denied":
         names = _globs(value, "qualified names (`.name` for a method)", "shutil.copy*")

@@ -197,6 +197,7 @@ def _engine_rules(engine: Any, policy: Policy, notices: list[str], floors: Floor
     if policy.untrusted_ask:
         engine.untrusted_content = "ask"
     engine.known_safe_denied = list(policy.known_safe_denied)
+    engine.preview_floor = policy.preview  # core.preview.effective_mode
     _raise_floor(engine, "approval", policy.approval, approval_problem(policy, engine.approval),
                  notices, policy.where("approval"))
     floors.guarded.add("approval")

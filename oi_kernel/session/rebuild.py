@@ -258,7 +258,7 @@ async def rebuild(ctx: CommandContext, dry_run: bool) -> None:
     steps: list[Any] = []
     before = len(engine.turns)
     try:
-        turn = await engine.steps.run_code_steps(
+        turn = await engine.run_code_steps(
             f"{ctx.prefix}rebuild", [s.block for s in p.steps[p.done:]], ctx.events(),
             reask=REASK,
             stop_on_failure=True, rebuild=p.lost)

@@ -55,8 +55,8 @@ def attach_mcp(session: Any, *, report: bool = True) -> Any:
                    wait=settings.ready_wait if interactive else settings.connect_timeout)
     session.engine.toolbox.providers.append(hub)
     engine = session.engine
-    if not isinstance(engine.approver, PinOnApproval):
-        engine.approver = PinOnApproval(engine.approver, engine.toolbox)
+    if not isinstance(engine.steps.approver, PinOnApproval):
+        engine.steps.approver = PinOnApproval(engine.steps.approver, engine.toolbox)
     return hub
 
 

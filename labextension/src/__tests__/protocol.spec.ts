@@ -43,7 +43,11 @@ const STATUS: IStatusMessage = {
 
 describe('helloMessage', () => {
   it('is version 1', () => {
-    expect(helloMessage()).toEqual({ type: 'hello', version: 1 });
+    expect(helloMessage()).toEqual({
+      type: 'hello',
+      version: 1,
+      features: ['cell_edits']
+    });
   });
 });
 

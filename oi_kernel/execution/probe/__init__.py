@@ -9,6 +9,9 @@ from the parts before it with relative imports (``from .changes import Settings`
 - ``watch``: the scan kept current by inotify, the audit hook that saves files' pre-images
 - ``values``: what a checkpoint keeps of the namespace itself, besides a fork
 - ``checkpoints``: checkpoints and restore, and the entry point ``call``
+- ``isolate``, ``overlay``, ``scratch`` and ``preview``: a step run in a disposable copy
+  (a fork in private namespaces over copy-on-write overlays, or a scratch copy under
+  Landlock) and what it would change (``core.preview``)
 
 Where the code runs there may be no ``oi_kernel`` to import (a sandboxed child, a remote
 gateway kernel), so the parts travel as source: ``install`` makes each one a module
@@ -28,7 +31,8 @@ from pathlib import Path
 
 _HERE = Path(__file__).parent
 # in order: each imports only from those before it
-PARTS = ("changes", "guard", "guard_cell", "watch", "values", "checkpoints")
+PARTS = ("changes", "guard", "guard_cell", "watch", "values", "checkpoints", "isolate",
+         "overlay", "scratch", "preview")
 MODULE = "_oi_probe"
 
 
