@@ -148,7 +148,8 @@ def test_the_persona_is_offered_in_a_chat_and_starts_our_agent(lab: Lab, jai_lab
 
 
 TOOL_CALL = ".jp-jupyter-ai-acp-client-tool-call"
-ALLOW_ONCE = ".jp-jupyter-ai-acp-client-permission-btn-allow-once"
+# the Run button (Preview is an allow_once option too: it is told apart by its label)
+ALLOW_ONCE = '.jp-jupyter-ai-acp-client-permission-btn-allow-once:text-is("Run")'
 
 
 def send_chat(lab: Lab, text: str) -> None:
