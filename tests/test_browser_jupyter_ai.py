@@ -172,7 +172,8 @@ def test_a_chat_instruction_is_approved_in_the_chat_and_exported(
     step = lab.page.locator(TOOL_CALL).last
     assert "print(6 * 7)" in step.inner_text()  # the code is shown before the decision
     buttons = lab.page.locator(".jp-jupyter-ai-acp-client-permission-btn").all_inner_texts()
-    assert [b.strip() for b in buttons] == ["Run", "Run all", "Skip", "Stop"]
+    assert [b.strip() for b in buttons] == [
+        "Run", "Preview (in a disposable copy first)", "Run all", "Skip", "Stop"]
     assert len(llm.requests) == 1  # nothing ran, the model was asked once
     lab.screenshot("browser-jupyter-ai-chat-permission.png")
     allow.click()
