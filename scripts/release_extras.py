@@ -69,16 +69,7 @@ def run(*args: str, stdin: str | None = None, timeout: float = 120) -> str:
 
 def check_console() -> str:
     args = (str(BIN / "jupyter"), "console", "--kernel", "open-interpreter", "--simple-prompt")
-    try:
-        out = run(*args, stdin="exit\n", timeout=60)
-    except subprocess.TimeoutExpired:
-        # Seen in about one start in five since 2026-11-28 (never with python3's kernel): with
-        # `exit` piped in at once, jupyter console sometimes waits for an idle status it
-        # never takes as its cell's end. Not yet explained; said here, tried once more.
-        print("release-extras: jupyter console did not leave after `exit` within 60 s "
-              "(a known intermittent hang, under investigation); trying once more",
-              file=sys.stderr)
-        out = run(*args, stdin="exit\n")
+    out = run(*args, stdin="exit\n", timeout=60)
     assert "exit (or Ctrl-D) leaves" in out and "Traceback" not in out, out
     return "jupyter console: the banner says how to leave; `exit` left"
 

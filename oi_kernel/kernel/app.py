@@ -8,6 +8,8 @@ from typing import Any
 from ipykernel.kernelapp import IPKernelApp
 from traitlets import Type, default
 
+from oi_kernel.kernel.subscribers import IOPubSubscribers
+
 
 class OIKernelApp(IPKernelApp):
     """Launches the Open Interpreter kernel."""
@@ -37,6 +39,13 @@ class OIKernelApp(IPKernelApp):
         levels = [h.level for h in self.log.handlers if h.level > logging.NOTSET]
         if levels and len(levels) == len(self.log.handlers):
             self.log.setLevel(min(levels))
+
+    def init_iopub(self, context: Any) -> None:
+        """Count IOPub's subscribers from the moment it is bound: the kernel's first
+        ``kernel_info`` reply waits for one (``kernel.subscribers``)."""
+        super().init_iopub(context)
+        self.iopub_subscribers = IOPubSubscribers()
+        self.iopub_subscribers.watch(self.iopub_thread)
 
     def init_shell(self) -> None:  # no IPython shell in the wrapper
         self.shell = None

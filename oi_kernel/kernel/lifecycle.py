@@ -58,7 +58,12 @@ class Lifecycle:
 
     async def kernel_info_request(self, stream: Any, ident: Any, parent: dict[str, Any]) -> None:
         """Reply first, then import litellm in the background: the import holds the GIL for
-        seconds, and the first cell would wait on it (benchmarks/startup.py)."""
+        seconds, and the first cell would wait on it (benchmarks/startup.py). The first reply
+        waits until IOPub has a subscriber, or a fast client's first cell could finish
+        before it listens, and the client would wait for its ``idle`` forever."""
+        subscribers = getattr(self.parent, "iopub_subscribers", None)
+        if subscribers is not None:
+            await subscribers.first_listener()
         await super().kernel_info_request(stream, ident, parent)
         self._warm_up_llm()
 
