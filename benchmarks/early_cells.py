@@ -9,6 +9,9 @@ after its start. Then one instruction: its wall time until idle, with the script
 answering at once (the first instruction waits for litellm's import when it is not done).
 ``--against TREE``: another checkout (e.g. main, ``git -C /work/main archive HEAD | tar -x
 -C /tmp/base``), measured in the same run; its kernel runs with PYTHONPATH=TREE.
+``--cold``: every kernel gets a warm host of its own (a variable in its environment), started
+with it: no host warmed by an earlier kernel (the first notebook of a session). Without it,
+kernels of one tree share their host, as a user's notebooks and restarts do.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--against", action="append", default=[])
+    parser.add_argument("--cold", action="store_true")
     args = parser.parse_args(argv)
     trees = [str(REPO), *args.against]
     runs: dict[str, list[dict]] = {t: [] for t in [*trees, "python3"]}
@@ -75,7 +79,11 @@ def main(argv: list[str] | None = None) -> None:
                     runs[who].append(one_start(PLAIN_KERNEL, {}, str(tmp), "1+1"))
                     continue
                 env = oi_env(server.url, str(tmp / "logs"), PYTHONPATH=who)
+                if args.cold:
+                    env.update(EARLY_CELLS_COLD=f"{i}-cells", OI_WARM_HOST_IDLE="5")
                 runs[who].append(one_start(OI_KERNEL, env, str(tmp), "%%python\n1+1"))
+                if args.cold:
+                    env["EARLY_CELLS_COLD"] = f"{i}-first"
                 firsts[who].append(first_instruction(OI_KERNEL, env, str(tmp)))
     base = statistics.median([c for r in runs["python3"] for c in r["cells"]])
     print(f"python3: first {WINDOW:g} s after start, median cell {base * 1000:.1f} ms")

@@ -38,6 +38,9 @@ from benchmarks.common import (
 TITLE = "7. Side by side with Open Interpreter 0.4.3"
 VENV = Path(os.environ.get("OI_BENCH_OI_VENV", "/work/oi-venv"))
 PACKAGES = ["open-interpreter==0.4.3", "litellm==1.83.0"]
+# --cold-host: no warm host left by an earlier kernel (the first notebook of a session);
+# without it our kernels share theirs, as a user's notebooks and restarts do.
+COLD_HOST = "--cold-host" in sys.argv
 DRIVER = Path(__file__).with_name("oi_driver.py")
 SCRIPT = [
     ("set x to 42", "x = 42", "x is set."),
@@ -99,6 +102,8 @@ def _request_sizes(server: Any) -> list[dict[str, int]]:
 def run_ours(server: Any, tmp: Path) -> dict[str, Any]:
     _script_server(server)
     env = oi_env(server.url, str(tmp / "logs"))
+    if COLD_HOST:  # a warm host of this kernel's own, started with it (oi_kernel/llm/host_link.py)
+        env.update(VS_OI_COLD_HOST=str(tmp), OI_WARM_HOST_IDLE="5")
     t0 = time.perf_counter()
     with BenchKernel(OI_KERNEL, env, cwd=str(tmp)) as oi:
         ready = time.perf_counter() - t0

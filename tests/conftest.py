@@ -11,6 +11,8 @@ import pytest
 
 # Before anything imports litellm: never download the model cost map.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Warm hosts (oi_kernel/llm/host_link.py) the tests' kernels start leave soon after the run.
+os.environ.setdefault("OI_WARM_HOST_IDLE", "15")
 # MCP tool pins (the user's approvals of tool descriptions) never go to the real home: one
 # file for this run (kernels shared by a module), a fresh one for each test (below).
 os.environ.setdefault("OI_MCP_PINS", os.path.join(tempfile.mkdtemp(prefix="oi-pins-"), "pins.json"))

@@ -270,12 +270,18 @@ def test_session_log_records_the_turn(oi, _server):
 def test_no_orphans_after_kernel_is_killed(_server, tmp_path):
     import psutil
 
-    ks = KernelSession(env=kernel_env(_server, tmp_path), cwd=str(tmp_path))
+    # A warm host of its own (another variable), which leaves soon after its kernel died.
+    env = kernel_env(_server, tmp_path, OI_WARM_HOST_IDLE="1", ORPHAN_TEST=str(tmp_path))
+    ks = KernelSession(env=env, cwd=str(tmp_path))
     try:
+        _server.reset()
+        _server.enqueue(S.text("hosted"))
+        assert "hosted" in ks.execute("say hosted").text  # the LLM request went to the host
         ks.execute("%%python\nprint(1)")
         wrapper = psutil.Process(ks.km.provisioner.process.pid)
         children = wrapper.children(recursive=True)
         assert children, "the child kernel should be running"
+        assert any("oi_kernel.llm.warm_host" in " ".join(c.cmdline()) for c in children)
         os.kill(wrapper.pid, signal.SIGKILL)
         gone, alive = psutil.wait_procs(children, timeout=10)
         assert not alive, f"orphaned: {alive}"

@@ -26,6 +26,8 @@ import threading
 from collections.abc import Iterator
 from types import ModuleType
 
+from oi_kernel.llm import host_link
+
 COST_MAP_ENV = "LITELLM_LOCAL_MODEL_COST_MAP"
 
 _litellm: ModuleType | None = None
@@ -48,7 +50,17 @@ def _local_cost_map() -> Iterator[None]:
 
 
 def load() -> ModuleType:
-    """litellm, imported once (blocking; call it off the event loop)."""
+    """litellm, imported once (blocking; call it off the event loop). While this kernel's
+    warm host serves (``host_link``), what stands for it there: ``remote.RemoteLitellm``."""
+    if _litellm is None and (link := host_link.link()) is not None and link.wait():
+        from oi_kernel.llm.remote import RemoteLitellm
+
+        return RemoteLitellm(link, load_local, count_local)  # type: ignore[return-value]
+    return load_local()
+
+
+def load_local() -> ModuleType:
+    """litellm imported in this process, once (blocking)."""
     global _litellm
     with _import_lock:
         if _litellm is None:
@@ -105,6 +117,8 @@ def warm_up() -> None:
     global _warm_thread
     with _import_lock:
         if _litellm is not None or _warm_thread is not None:
+            return
+        if _owned and host_link.start():  # a process of its own imports it (or has)
             return
         _warm_thread = threading.Thread(target=_background_import, name="oi-litellm-import",
                                         daemon=True)
@@ -166,8 +180,20 @@ async def load_async() -> ModuleType:
 def count_tokens(text: str) -> int:
     """Tokens of ``text`` with litellm's bundled cl100k encoding (offline; approximate for
     non-OpenAI models); a quarter of the characters when that is not available."""
+    if _litellm is None and host_link.link() is not None:
+        litellm = load()
+        if not isinstance(litellm, ModuleType):  # the warm host counts, same encoding
+            try:
+                return litellm.count_tokens(text)  # type: ignore[attr-defined]
+            except Exception:
+                return len(text) // 4 + 1
+    return count_local(text)
+
+
+def count_local(text: str) -> int:
+    """``count_tokens`` with litellm in this process."""
     try:
-        load()
+        load_local()
         from litellm.litellm_core_utils.default_encoding import encoding
 
         return len(encoding.encode(text, disallowed_special=()))

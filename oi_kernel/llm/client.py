@@ -11,9 +11,7 @@ Small-model mode (``small_model``): whether the engine treats the model as a sma
 its server when the name does not say (``model_info``; asked once, off the event loop, in
 ``prepare()`` before a turn's first request).
 
-Importing litellm costs seconds, so it happens lazily: in a daemon thread started by
-``warm_up()``, or off the event loop on the first ``stream()``. Nothing here imports it
-at module import time, and ``check_configured()`` never does.
+litellm's import (seconds) is done by a warm host process (``host_link``) or in a thread.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from oi_kernel.errors import (
     LLMToolsUnsupportedError,
     NotConfiguredError,
 )
-from oi_kernel.llm import boundary, providers
+from oi_kernel.llm import boundary, providers, remote
 from oi_kernel.llm import local as local_model
 from oi_kernel.llm.stream import CallbackError, Stream
 
@@ -315,6 +313,9 @@ class LLM(config.Remembered):
         from oi_kernel.llm.failures import classify, final_error, tools_rejected
 
         self.check_configured()
+        if hosted := await remote.stream(self, messages, tools, sampling,
+                                         (on_text, on_retry, on_reasoning)):
+            return hosted  # the warm host answered (llm/host_link.py)
         litellm = await boundary.load_async()
         if self.is_embedded:
             local_model.register(litellm, parent=self)

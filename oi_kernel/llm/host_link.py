@@ -1,0 +1,231 @@
+"""The kernel's side of the warm host (``llm/warm_host.py``): a per-user process that holds
+litellm imported and answers the kernel's LLM requests, so the kernel never waits for
+litellm's import (~3 s of CPU) nor competes with it for the GIL while the user's first
+cells run.
+
+At start (``boundary.warm_up`` in a process that is ours) the kernel connects to the host
+for its environment, or starts one (niced, in a session of its own), and keeps one
+connection open for its lifetime: the host exits when no kernel has been attached for
+``OI_WARM_HOST_IDLE`` seconds (120 by default). The socket lives in an owner-only
+directory (``$XDG_RUNTIME_DIR/oi-kernel`` or ``/tmp/oi-kernel-UID``, mode 0700; the host
+also checks the peer's uid): nothing leaves the machine, and litellm stays the one boundary
+to every provider, in the host. Hosts are told apart by the interpreter, the code and the
+environment (keys, proxies), so a kernel never uses another environment's litellm.
+
+Whenever the host cannot serve (``OI_WARM_HOST=0``, ``LITELLM_LOG`` set: the user debugs
+litellm and sees its lines as before; no safe directory, it failed to start
+or died, litellm already imported in the kernel, the embedded model, a request that is not
+JSON) the kernel takes the plain path: litellm imported here, as before (logged only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+SWITCH_ENV = "OI_WARM_HOST"  # "0": never use a warm host
+IDLE_ENV = "OI_WARM_HOST_IDLE"
+NICE_ENV = "OI_WARM_HOST_NICE"
+DEFAULT_IDLE_S = 120.0
+DEFAULT_NICE = 10
+READY_TIMEOUT_S = 120.0  # the host's litellm import on a very loaded machine
+BIND_TIMEOUT_S = 20.0
+# Not part of a host's identity: they differ per kernel, or are sent with each request.
+# (OI_*: our settings, read by the kernel; the LLM's are sent with each request.)
+VOLATILE_PREFIXES = ("OI_", "JPY_", "JUPYTER_", "PYTEST_", "COV_CORE_")
+VOLATILE = frozenset({"_", "PWD", "OLDPWD", "SHLVL", "KERNEL_ID"})
+SUN_PATH_MAX = 100
+
+log = logging.getLogger(__name__)
+
+
+class HostGone(Exception):
+    """The host did not answer: the kernel falls back to litellm in its own process."""
+
+
+def runtime_dir() -> str | None:
+    """An owner-only directory for the host's socket, or None when there is none safe."""
+    candidates = []
+    if base := os.environ.get("XDG_RUNTIME_DIR"):
+        candidates.append(os.path.join(base, "oi-kernel"))
+    candidates.append(os.path.join(tempfile.gettempdir(), f"oi-kernel-{os.getuid()}"))
+    for path in candidates:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() \
+                and not info.st_mode & 0o077 and len(path) < SUN_PATH_MAX - 30:
+            return path
+    return None
+
+
+def host_key() -> str:
+    """What a host must share with the kernel: interpreter, code, litellm, environment."""
+    import importlib.util
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    stamps = [_mtime(os.path.join(package, "llm", name))
+              for name in sorted(os.listdir(os.path.join(package, "llm")))]
+    spec = importlib.util.find_spec("litellm")
+    stamps.append(_mtime(spec.origin) if spec and spec.origin else 0.0)
+    env = sorted((k, v) for k, v in os.environ.items()
+                 if k not in VOLATILE and not k.startswith(VOLATILE_PREFIXES))
+    parts = [sys.executable, sys.version, package, json.dumps(stamps), json.dumps(env)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def idle_seconds() -> float:
+    try:
+        return max(0.5, float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_S)))
+    except ValueError:
+        return DEFAULT_IDLE_S
+
+
+def spawn(path: str) -> subprocess.Popen:
+    """Start a host for ``path`` in a session of its own (a kernel interrupt, which signals
+    the kernel's process group, does not reach it); its output goes to a log beside it."""
+    with open(path[: -len(".sock")] + ".log", "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "oi_kernel.llm.warm_host", path, str(idle_seconds())],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+            close_fds=True)
+
+
+def dial(path: str, timeout: float | None = None) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def read_line(sock: socket.socket) -> bytes:
+    """One newline-ended message from a blocking socket (b"" when it closed)."""
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        piece = sock.recv(65536)
+        if not piece:
+            return b""
+        data += piece
+    return bytes(data)
+
+
+class Link:
+    """One kernel's attachment to its warm host: started in a thread, ready when the host
+    has imported litellm; ``call`` asks it a question synchronously."""
+
+    def __init__(self) -> None:
+        self.path = ""
+        self.ok = False
+        self.dead = False
+        self.process: subprocess.Popen | None = None
+        self._ready = threading.Event()
+        self._attached: socket.socket | None = None
+
+    def start(self) -> None:
+        threading.Thread(target=self._attach, name="oi-warm-host", daemon=True).start()
+
+    def _attach(self) -> None:
+        try:
+            directory = runtime_dir()
+            if directory is None:
+                raise HostGone("no owner-only directory for the socket")
+            self.path = os.path.join(directory, f"host-{host_key()}.sock")
+            sock = dial(self.path) or self._spawn_and_dial()
+            sock.sendall(json.dumps({"op": "attach", "kernel": os.getpid()}).encode() + b"\n")
+            answer = json.loads(read_line(sock) or b"{}")
+            if not answer.get("ok"):
+                raise HostGone(f"the host could not import litellm: {answer.get('error')}")
+            self._attached, self.ok = sock, True
+            log.info("warm host ready at %s", self.path)
+        except Exception as exc:  # noqa: BLE001 - any failure means: the plain path
+            self.dead = True
+            log.info("warm host unavailable (%s): litellm is imported in the kernel", exc)
+        finally:
+            self._ready.set()
+
+    def _spawn_and_dial(self) -> socket.socket:
+        self.process = spawn(self.path)
+        deadline = time.monotonic() + BIND_TIMEOUT_S
+        while time.monotonic() < deadline:  # another kernel's host may win the lock: wait
+            if (sock := dial(self.path)) is not None:
+                return sock
+            time.sleep(0.02)
+        raise HostGone("the host did not open its socket")
+
+    def wait(self, timeout: float = READY_TIMEOUT_S) -> bool:
+        """Whether the host serves (waits for its import to finish)."""
+        self._ready.wait(timeout)
+        return self.ok and not self.dead
+
+    def call(self, name: str, *args: Any) -> Any:
+        """litellm's answer to ``name(*args)`` in the host; HostGone when it cannot say."""
+        sock = dial(self.path, timeout=60)
+        if sock is None:
+            self.dead = True
+            raise HostGone("the host's socket is gone")
+        with sock:
+            try:
+                sock.sendall(json.dumps({"op": "call", "name": name, "args": args}).encode()
+                             + b"\n")
+                answer = json.loads(read_line(sock) or b"null")
+            except (OSError, ValueError) as exc:
+                self.dead = True
+                raise HostGone(str(exc)) from exc
+        if not isinstance(answer, dict):
+            self.dead = True
+            raise HostGone("the host closed the connection")
+        if "error" in answer:
+            raise RemoteError(answer["error"])
+        return answer["value"]
+
+
+class RemoteError(Exception):
+    """litellm raised in the host (e.g. ``get_model_info`` of an unknown model)."""
+
+
+_link: Link | None = None
+
+
+def start() -> bool:
+    """Attach this kernel to its warm host (starting one if needed), in the background.
+    False when hosts are switched off (``OI_WARM_HOST=0``)."""
+    global _link
+    if os.environ.get(SWITCH_ENV, "1").strip() == "0":
+        return False
+    if os.environ.get("LITELLM_LOG"):  # library_logs.DEBUG_ENV: its lines shown here
+        return False
+    if _link is None:
+        _link = Link()
+        _link.start()
+    return True
+
+
+def link() -> Link | None:
+    """The link, when the host may serve: attached or still starting, litellm not imported
+    in this process by anyone (a user's config that imports it keeps the plain path)."""
+    if _link is None or _link.dead or "litellm" in sys.modules:
+        return None
+    return _link

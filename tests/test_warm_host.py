@@ -1,0 +1,185 @@
+"""The warm host (issue 42 item 1, oi_kernel/llm/host_link.py and warm_host.py): a process of
+ours that imports litellm asks the host and never imports litellm itself; the replies, tool
+calls, retries, errors and their messages are the ones the plain path gives; an interrupt
+stops the request; a host that dies leaves the plain path working; a host leaves when its
+kernels are gone (no orphan). Each run is a fresh interpreter against the scripted server
+over real HTTP.
+
+Guarded against upgrades: when a litellm release or a change of ours stops the host from
+applying (the kernel then quietly imports litellm itself), ``imported_here`` turns True and
+these tests fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from oi_kernel.llm import host_link
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = """
+import asyncio, sys, time, json
+from tests import llm_server as S
+from oi_kernel.errors import LLMError
+from oi_kernel.llm import boundary, host_link
+from oi_kernel.llm.client import LLM
+
+boundary.own_process()
+boundary.warm_up()
+events = []
+def on(kind):
+    return lambda text: events.append([kind, text])
+
+async def ask(llm, tools=None):
+    try:
+        reply = await llm.stream([{"role": "user", "content": "hi"}], tools, on_text=on("text"),
+                                 on_retry=on("retry"), on_reasoning=on("reasoning"))
+        return {"text": reply.text, "calls": [[c.name, c.arguments] for c in reply.tool_calls],
+                "usage": [reply.usage.prompt_tokens, reply.usage.completion_tokens],
+                "finish": reply.finish_reason, "reasoning": reply.reasoning}
+    except LLMError as exc:
+        return {"error": type(exc).__name__, "message": str(exc).replace(llm.api_base, "URL"),
+                "partial": exc.partial_text}
+
+async def cancelled(llm):
+    task = asyncio.ensure_future(ask(llm))
+    await asyncio.sleep(1.0)
+    started = time.monotonic()
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    return time.monotonic() - started
+
+TOOL = [{"type": "function", "function": {"name": "execute", "parameters": {
+    "type": "object", "properties": {"code": {"type": "string"}}}}}]
+with S.ScriptedLLMServer() as server:
+    llm = LLM(model="openai/scripted", api_base=server.url, api_key="sk-test-000",
+              max_retries=1)
+    server.enqueue(S.text("Hello there."), S.tool_call("print(1)"), S.error(401, "bad key"),
+                   S.error(500, "down"), S.error(500, "down"), S.stall(30), S.text("After."))
+    out = {"results": [asyncio.run(ask(llm)), asyncio.run(ask(llm, TOOL)),
+                       asyncio.run(ask(llm)), asyncio.run(ask(llm))]}
+    out["cancel_s"] = asyncio.run(cancelled(llm))
+    out["results"].append(asyncio.run(ask(llm)))
+    server.enqueue(S.error(400, "this model does not support tools"))
+    out["results"].append(asyncio.run(ask(llm, TOOL)))
+    out["refused"] = llm.tools_refused()
+    out["tokens"] = llm.count_tokens("one two three")
+    out["uses_tools"] = llm.uses_tools()
+    out["window"] = llm.context_window()
+    out["events"] = events
+    out["imported_here"] = "litellm" in sys.modules
+    link = host_link._link
+    out["host"] = None if link is None or not link.ok else link.path
+print(json.dumps(out))
+"""
+
+
+def run(tmp: Path, *, host: bool) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           host_link.SWITCH_ENV: "1" if host else "0", host_link.IDLE_ENV: "1",
+           "WARM_HOST_TEST": str(tmp)}  # part of the host's identity: a host of its own
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=str(REPO))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def host_processes(path: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if path in " ".join(proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+def test_the_host_answers_as_the_kernel_would_and_leaves_after_it(tmp_path):
+    hosted = run(tmp_path, host=True)
+    plain = run(tmp_path, host=False)
+    assert hosted["host"] and plain["host"] is None
+    assert hosted["imported_here"] is False, "the host did not serve: litellm imported here"
+    assert plain["imported_here"] is True
+    for key in ("results", "tokens", "uses_tools", "window", "events", "refused"):
+        assert hosted[key] == plain[key], key
+    text, call, auth, server, after, no_tools = hosted["results"]
+    assert no_tools["error"] == "LLMToolsUnsupportedError" and hosted["refused"]
+    assert text["text"] == "Hello there." and call["calls"][0][0] == "execute"
+    assert auth["error"] == "LLMAuthError" and server["error"] == "LLMError"
+    assert ["retry", server_retry_line(hosted)] in hosted["events"]
+    assert after["text"] == "After."
+    assert hosted["cancel_s"] < 2.0  # the interrupt reached the request through the host
+    deadline = time.monotonic() + 15  # idle 1 s once the process that attached is gone
+    while host_processes(hosted["host"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert host_processes(hosted["host"]) == [], "the warm host outlived its kernels"
+    assert not Path(hosted["host"]).exists()
+
+
+def server_retry_line(result: dict) -> str:
+    return next(text for kind, text in result["events"] if kind == "retry")
+
+
+KILL_SCRIPT = """
+import asyncio, json, os, signal, sys
+from tests import llm_server as S
+from oi_kernel.llm import boundary, host_link
+from oi_kernel.llm.client import LLM
+
+boundary.own_process()
+boundary.warm_up()
+with S.ScriptedLLMServer() as server:
+    server.set_fallback(lambda body: S.text("Done."))
+    llm = LLM(model="openai/scripted", api_base=server.url, api_key="sk-test-000")
+    first = asyncio.run(llm.stream([{"role": "user", "content": "hi"}], None)).text
+    before = "litellm" in sys.modules
+    os.kill(host_link._link.process.pid, signal.SIGKILL)  # this process started it
+    host_link._link.process.wait()
+    second = asyncio.run(llm.stream([{"role": "user", "content": "hi"}], None)).text
+print(json.dumps([first, before, second, "litellm" in sys.modules]))
+"""
+
+
+def test_a_host_that_dies_leaves_the_plain_path(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           host_link.SWITCH_ENV: "1", host_link.IDLE_ENV: "1", "WARM_HOST_KILL": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", KILL_SCRIPT], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=str(REPO))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["Done.", False, "Done.", True]
+
+
+def test_a_host_is_shared_only_within_one_environment(monkeypatch):
+    monkeypatch.setenv("OI_LOG_DIR", "/one")
+    monkeypatch.setenv("JPY_SESSION_NAME", "a.ipynb")
+    first = host_link.host_key()
+    monkeypatch.setenv("OI_LOG_DIR", "/two")  # ours, read by the kernel: the same host
+    monkeypatch.setenv("JPY_SESSION_NAME", "b.ipynb")
+    assert host_link.host_key() == first
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-other")  # litellm reads it: another host
+    assert host_link.host_key() != first
+
+
+def test_the_socket_directory_is_owner_only(monkeypatch):
+    short = Path(tempfile.mkdtemp(prefix="oiw"))  # a socket's path must stay short
+    try:
+        (short / "run" / "oi-kernel").mkdir(parents=True)
+        os.chmod(short / "run" / "oi-kernel", 0o755)  # someone else could reach a socket
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(short / "run"))
+        monkeypatch.setattr(host_link.tempfile, "gettempdir", lambda: str(short))
+        chosen = host_link.runtime_dir()
+        assert chosen == str(short / f"oi-kernel-{os.getuid()}")
+        assert stat.S_IMODE(os.stat(chosen).st_mode) == 0o700
+    finally:
+        shutil.rmtree(short)
