@@ -1,6 +1,7 @@
 from oi_kernel.llm import host_link
 
-host_link.start()  # litellm's warm host starts (or is found) while the kernel itself starts
+if host_link.worth_starting():  # the warm host starts (or is found) while the kernel starts
+    host_link.start()
 from oi_kernel.kernel.app import main  # noqa: E402
 
 main()

@@ -11,8 +11,13 @@ import pytest
 
 # Before anything imports litellm: never download the model cost map.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-# Warm hosts (oi_kernel/llm/host_link.py) the tests' kernels start leave soon after the run.
+# Warm hosts (oi_kernel/llm/host_link.py) the tests' kernels start leave soon after the run,
+# and their sockets live in a directory of this run's (xdist workers inherit it), whose hosts
+# the run's end stops (pytest_sessionfinish): none outlives the run.
 os.environ.setdefault("OI_WARM_HOST_IDLE", "15")
+_HOST_DIR = None
+if "OI_WARM_HOST_DIR" not in os.environ:
+    _HOST_DIR = os.environ["OI_WARM_HOST_DIR"] = tempfile.mkdtemp(prefix="oiw-", dir="/tmp")
 # MCP tool pins (the user's approvals of tool descriptions) never go to the real home: one
 # file for this run (kernels shared by a module), a fresh one for each test (below).
 os.environ.setdefault("OI_MCP_PINS", os.path.join(tempfile.mkdtemp(prefix="oi-pins-"), "pins.json"))
@@ -363,3 +368,23 @@ def _unit_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
             return _original(self, *args)
 
         monkeypatch.setattr(socket.socket, method, guarded)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the warm hosts this run's kernels started (found by this run's socket
+    directory in their command line) and remove the directory."""
+    if _HOST_DIR is None or hasattr(session.config, "workerinput"):
+        return
+    import shutil
+
+    import psutil
+
+    hosts = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if _HOST_DIR in " ".join(proc.info["cmdline"] or []):
+            hosts.append(proc)
+            proc.terminate()
+    _gone, alive = psutil.wait_procs(hosts, timeout=5)
+    for proc in alive:
+        proc.kill()
+    shutil.rmtree(_HOST_DIR, ignore_errors=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from oi_kernel.llm import host_link
 
@@ -105,6 +107,7 @@ def host_processes(path: str) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.kernel  # real processes: a host, litellm imported, the scripted server
 def test_the_host_answers_as_the_kernel_would_and_leaves_after_it(tmp_path):
     hosted = run(tmp_path, host=True)
     plain = run(tmp_path, host=False)
@@ -147,17 +150,25 @@ with S.ScriptedLLMServer() as server:
     os.kill(host_link._link.process.pid, signal.SIGKILL)  # this process started it
     host_link._link.process.wait()
     second = asyncio.run(llm.stream([{"role": "user", "content": "hi"}], None)).text
-print(json.dumps([first, before, second, "litellm" in sys.modules]))
+    old = host_link._link
+    stale = os.path.exists(old.path)  # the killed host's socket: nobody listens
+    host_link._link = None
+    host_link.start()  # a new kernel: finds the stale socket and starts a host of its own
+    fresh = host_link._link.wait() and host_link._link.process is not None
+    host_link.release()
+print(json.dumps([first, before, second, "litellm" in sys.modules, stale, fresh]))
 """
 
 
+@pytest.mark.kernel
 def test_a_host_that_dies_leaves_the_plain_path(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            host_link.SWITCH_ENV: "1", host_link.IDLE_ENV: "1", "WARM_HOST_KILL": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", KILL_SCRIPT], capture_output=True, text=True,
                           timeout=600, env=env, cwd=str(REPO))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["Done.", False, "Done.", True]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["Done.", False, "Done.", True,
+                                                                True, True]
 
 
 def test_a_host_is_shared_only_within_one_environment(monkeypatch):
@@ -176,10 +187,68 @@ def test_the_socket_directory_is_owner_only(monkeypatch):
     try:
         (short / "run" / "oi-kernel").mkdir(parents=True)
         os.chmod(short / "run" / "oi-kernel", 0o755)  # someone else could reach a socket
+        monkeypatch.delenv(host_link.DIR_ENV, raising=False)
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(short / "run"))
         monkeypatch.setattr(host_link.tempfile, "gettempdir", lambda: str(short))
         chosen = host_link.runtime_dir()
         assert chosen == str(short / f"oi-kernel-{os.getuid()}")
         assert stat.S_IMODE(os.stat(chosen).st_mode) == 0o700
     finally:
+        shutil.rmtree(short)
+
+
+def test_the_embedded_model_stays_in_the_kernel_decided_before_asking(monkeypatch):
+    from oi_kernel.llm import remote
+    from oi_kernel.llm.client import LLM
+
+    monkeypatch.setattr(host_link, "_link", host_link.Link())  # a host starting
+    monkeypatch.delitem(sys.modules, "litellm", raising=False)
+    assert remote.serves(LLM(model="openai/gpt-4o-mini"))
+    assert not remote.serves(LLM(model="local/smollm2"))  # llama.cpp runs in this process
+    host_link._link.dead = True  # a host that died: nothing goes there
+    assert not remote.serves(LLM(model="openai/gpt-4o-mini"))
+
+
+def test_a_host_is_started_early_only_for_a_model_it_can_serve(monkeypatch):
+    from oi_kernel.llm import local as local_model
+
+    for name in [k for k in os.environ if k.endswith("_API_KEY") or k.startswith("OI_API")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("OI_MODEL", "local/smollm2")
+    assert not host_link.worth_starting()
+    monkeypatch.setenv("OI_MODEL", "openai/gpt-4o-mini")
+    assert host_link.worth_starting()
+    monkeypatch.delenv("OI_MODEL")  # the default: the embedded model when it is installed
+    assert host_link.worth_starting() is not local_model.available()
+    monkeypatch.setenv("OI_API_BASE", "http://127.0.0.1:1/v1")
+    assert host_link.worth_starting()
+
+
+def test_a_host_from_other_code_is_not_used(tmp_path, monkeypatch):
+    (tmp_path / "llm").mkdir()
+    (tmp_path / "llm" / "client.py").write_text("x = 1\n")
+    before = host_link.code_stamps(str(tmp_path))
+    os.utime(tmp_path / "llm" / "client.py", (1, 1))  # the module changed (or reinstalled)
+    assert host_link.code_stamps(str(tmp_path)) != before
+    key = host_link.host_key()
+    monkeypatch.setattr(host_link, "code_stamps", lambda package: [("kernel.py", 1.0)])
+    assert host_link.host_key() != key  # another socket: the other code's host is not asked
+
+
+def test_a_hung_host_is_found_out_and_the_plain_path_taken(tmp_path, monkeypatch):
+    short = Path(tempfile.mkdtemp(prefix="oiw"))
+    os.chmod(short, 0o700)
+    monkeypatch.setenv(host_link.DIR_ENV, str(short))
+    monkeypatch.setattr(host_link, "HELLO_TIMEOUT_S", 0.5)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(short / f"host-{host_link.host_key()}.sock"))
+        listener.listen()  # accepts connections, never answers
+        link = host_link.Link()
+        started = time.monotonic()
+        link.start()
+        assert link.wait(timeout=10) is False and link.dead
+        assert time.monotonic() - started < 5
+    finally:
+        listener.close()
         shutil.rmtree(short)

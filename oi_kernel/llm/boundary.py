@@ -69,6 +69,7 @@ def load_local() -> ModuleType:
             _litellm = litellm
             if _owned:
                 _claim(litellm)
+            host_link.release()  # litellm is here now: no request goes to a host
     return _litellm
 
 
@@ -112,13 +113,17 @@ IMPORT_SWITCH_INTERVAL_S = 0.0005
 PREWARM_MODEL = "openai/oi-kernel-warm-up"  # a mock request's model name (nothing is sent)
 
 
-def warm_up() -> None:
-    """Start importing litellm in a daemon thread, so the first request does not wait."""
+def warm_up(hosted: bool = True) -> None:
+    """Start importing litellm in a daemon thread, so the first request does not wait; in
+    a process that is ours, a warm host imports it instead (``host_link``) unless
+    ``hosted`` is False: the model runs in this process (the embedded model)."""
     global _warm_thread
     with _import_lock:
         if _litellm is not None or _warm_thread is not None:
             return
-        if _owned and host_link.start():  # a process of its own imports it (or has)
+        if not hosted:
+            host_link.release()
+        elif _owned and host_link.start():  # a process of its own imports it (or has)
             return
         _warm_thread = threading.Thread(target=_background_import, name="oi-litellm-import",
                                         daemon=True)
@@ -131,7 +136,7 @@ def _background_import() -> None:
     if _owned:
         sys.setswitchinterval(min(before, IMPORT_SWITCH_INTERVAL_S))
     try:
-        litellm = load()
+        litellm = load_local()
         if _owned:
             prewarm(litellm)
     finally:
@@ -169,11 +174,12 @@ def prewarm(litellm: ModuleType) -> bool:
 
 
 
-async def load_async() -> ModuleType:
-    """litellm, imported in a worker thread when it is not yet."""
+async def load_async(local: bool = False) -> ModuleType:
+    """litellm, imported in a worker thread when it is not yet (``local``: in this process,
+    never what stands for it in a warm host)."""
     if _litellm is not None:
         return _litellm
-    return await asyncio.to_thread(load)
+    return await asyncio.to_thread(load_local if local else load)
 
 
 @functools.lru_cache(maxsize=8192)

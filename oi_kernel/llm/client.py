@@ -153,8 +153,7 @@ class LLM(config.Remembered):
     def _embedded_default(self) -> str:
         """``local/smollm2`` when nothing points at another model (no API base, no
         *_API_KEY in the environment) and the local extra is installed; else ""."""
-        keys = any(k.endswith("_API_KEY") and v.strip() for k, v in os.environ.items())
-        if keys or self.api_base or self.api_key or not local_model.available():
+        if not local_model.is_default(self.api_base, self.api_key):
             return ""
         self._pending_notice = local_model.DEFAULT_NOTICE
         return local_model.MODEL_NAME
@@ -259,10 +258,11 @@ class LLM(config.Remembered):
     async def prepare(self) -> None:
         """Make sure litellm is imported and the model's server asked about it (once),
         without blocking the event loop."""
-        litellm = await boundary.load_async()
+        here = not remote.serves(self)  # else the host prepares its own litellm
+        litellm = await boundary.load_async(local=here)
         await self.learn_about_model()
         model = self.resolved_model() if self.model.strip() else ""
-        if providers.is_ollama(model):
+        if here and providers.is_ollama(model):
             providers.register_ollama(litellm, model, providers.server_info(self.model, self.api_base))
 
     def count_tokens(self, text: str) -> int:
@@ -313,10 +313,10 @@ class LLM(config.Remembered):
         from oi_kernel.llm.failures import classify, final_error, tools_rejected
 
         self.check_configured()
-        if hosted := await remote.stream(self, messages, tools, sampling,
-                                         (on_text, on_retry, on_reasoning)):
+        if remote.serves(self) and (hosted := await remote.stream(
+                self, messages, tools, sampling, (on_text, on_retry, on_reasoning))):
             return hosted  # the warm host answered (llm/host_link.py)
-        litellm = await boundary.load_async()
+        litellm = await boundary.load_async(local=True)  # the plain path: litellm here
         if self.is_embedded:
             local_model.register(litellm, parent=self)
         model = self.resolved_model()

@@ -20,6 +20,7 @@ JSON) the kernel takes the plain path: litellm imported here, as before (logged 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -35,11 +36,14 @@ from typing import Any
 
 SWITCH_ENV = "OI_WARM_HOST"  # "0": never use a warm host
 IDLE_ENV = "OI_WARM_HOST_IDLE"
+DIR_ENV = "OI_WARM_HOST_DIR"  # the sockets' directory (owner-only), instead of the default
 NICE_ENV = "OI_WARM_HOST_NICE"
 DEFAULT_IDLE_S = 120.0
 DEFAULT_NICE = 10
 READY_TIMEOUT_S = 120.0  # the host's litellm import on a very loaded machine
 BIND_TIMEOUT_S = 20.0
+HELLO_TIMEOUT_S = 10.0  # a live host says hello at once, before its import is done
+LOG_LIMIT = 1 << 20  # the hosts' log beside the socket starts again past this size
 # Not part of a host's identity: they differ per kernel, or are sent with each request.
 # (OI_*: our settings, read by the kernel; the LLM's are sent with each request.)
 VOLATILE_PREFIXES = ("OI_", "JPY_", "JUPYTER_", "PYTEST_", "COV_CORE_")
@@ -55,7 +59,7 @@ class HostGone(Exception):
 
 def runtime_dir() -> str | None:
     """An owner-only directory for the host's socket, or None when there is none safe."""
-    candidates = []
+    candidates = [os.environ[DIR_ENV]] if os.environ.get(DIR_ENV) else []
     if base := os.environ.get("XDG_RUNTIME_DIR"):
         candidates.append(os.path.join(base, "oi-kernel"))
     candidates.append(os.path.join(tempfile.gettempdir(), f"oi-kernel-{os.getuid()}"))
@@ -72,18 +76,30 @@ def runtime_dir() -> str | None:
 
 
 def host_key() -> str:
-    """What a host must share with the kernel: interpreter, code, litellm, environment."""
+    """What a host must share with the kernel: interpreter, code (every module of ours, by
+    modification time: an edited or reinstalled package gets a host of its own), litellm,
+    environment."""
     import importlib.util
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    stamps = [_mtime(os.path.join(package, "llm", name))
-              for name in sorted(os.listdir(os.path.join(package, "llm")))]
+    stamps = code_stamps(package)
     spec = importlib.util.find_spec("litellm")
     stamps.append(_mtime(spec.origin) if spec and spec.origin else 0.0)
     env = sorted((k, v) for k, v in os.environ.items()
                  if k not in VOLATILE and not k.startswith(VOLATILE_PREFIXES))
     parts = [sys.executable, sys.version, package, json.dumps(stamps), json.dumps(env)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+
+def code_stamps(package: str) -> list:
+    """(module, modification time) of every Python file of the package (~200: ~10 ms)."""
+    stamps: list = []
+    for root, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "labextension"))
+        stamps.extend((os.path.relpath(os.path.join(root, name), package),
+                       _mtime(os.path.join(root, name)))
+                      for name in sorted(files) if name.endswith(".py"))
+    return stamps
 
 
 def _mtime(path: str) -> float:
@@ -103,7 +119,9 @@ def idle_seconds() -> float:
 def spawn(path: str) -> subprocess.Popen:
     """Start a host for ``path`` in a session of its own (a kernel interrupt, which signals
     the kernel's process group, does not reach it); its output goes to a log beside it."""
-    with open(path[: -len(".sock")] + ".log", "ab") as out:
+    log_path = path[: -len(".sock")] + ".log"
+    with open(log_path, "wb" if _mtime(log_path) and os.path.getsize(log_path) > LOG_LIMIT
+              else "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "oi_kernel.llm.warm_host", path, str(idle_seconds())],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
@@ -153,24 +171,47 @@ class Link:
             if directory is None:
                 raise HostGone("no owner-only directory for the socket")
             self.path = os.path.join(directory, f"host-{host_key()}.sock")
-            sock = dial(self.path) or self._spawn_and_dial()
-            sock.sendall(json.dumps({"op": "attach", "kernel": os.getpid()}).encode() + b"\n")
-            answer = json.loads(read_line(sock) or b"{}")
-            if not answer.get("ok"):
-                raise HostGone(f"the host could not import litellm: {answer.get('error')}")
-            self._attached, self.ok = sock, True
+            sock = dial(self.path, HELLO_TIMEOUT_S) or self._spawn_and_dial()
+            self._attached = sock
+            self._handshake(sock)
+            if self.dead:  # released meanwhile
+                self.release()
+                return
+            self.ok = True
             log.info("warm host ready at %s", self.path)
         except Exception as exc:  # noqa: BLE001 - any failure means: the plain path
-            self.dead = True
+            self.release()
             log.info("warm host unavailable (%s): litellm is imported in the kernel", exc)
         finally:
             self._ready.set()
+
+    def _handshake(self, sock: socket.socket) -> None:
+        """Attach: a hello at once (a stale or hung host is found out in seconds), then
+        ``ok`` once the host has imported litellm; the connection then stays open."""
+        sock.sendall(json.dumps({"op": "attach", "kernel": os.getpid()}).encode() + b"\n")
+        hello = json.loads(read_line(sock) or b"{}")
+        if "hello" not in hello:
+            raise HostGone("the host did not say hello")
+        sock.settimeout(READY_TIMEOUT_S)
+        answer = json.loads(read_line(sock) or b"{}")
+        if not answer.get("ok"):
+            raise HostGone(f"the host could not import litellm: {answer.get('error')}")
+        sock.settimeout(None)
+
+    def release(self) -> None:
+        """This kernel does not need the host (its model runs here): detach, so the host
+        leaves once idle."""
+        self.dead = True
+        if self._attached is not None:
+            with contextlib.suppress(OSError):
+                self._attached.shutdown(socket.SHUT_RDWR)
+            self._attached.close()
 
     def _spawn_and_dial(self) -> socket.socket:
         self.process = spawn(self.path)
         deadline = time.monotonic() + BIND_TIMEOUT_S
         while time.monotonic() < deadline:  # another kernel's host may win the lock: wait
-            if (sock := dial(self.path)) is not None:
+            if (sock := dial(self.path, HELLO_TIMEOUT_S)) is not None:
                 return sock
             time.sleep(0.02)
         raise HostGone("the host did not open its socket")
@@ -221,6 +262,25 @@ def start() -> bool:
         _link = Link()
         _link.start()
     return True
+
+
+def release() -> None:
+    """Let go of the host (started early, from the environment alone) when the kernel's
+    model turns out to be one only the kernel's own process can run."""
+    if _link is not None:
+        _link.release()
+
+
+def worth_starting() -> bool:
+    """Whether the kernel's model is likely one a host serves, judged before the kernel
+    reads its configuration (``OI_MODEL``, or the embedded model as the default when
+    nothing points elsewhere); ``boundary.warm_up`` decides again with the real model."""
+    from oi_kernel.llm import local as local_model
+
+    if model := os.environ.get("OI_MODEL", "").strip():
+        return not local_model.is_local(model)
+    return not local_model.is_default(os.environ.get("OI_API_BASE", ""),
+                                      os.environ.get("OI_API_KEY", ""))
 
 
 def link() -> Link | None:

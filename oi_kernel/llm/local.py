@@ -74,6 +74,13 @@ def available() -> bool:
     return not disabled() and installed()
 
 
+def is_default(api_base: str, api_key: str) -> bool:
+    """Whether the embedded model is the default: nothing points at another model (no API
+    base or key, no *_API_KEY in the environment) and it is available."""
+    keys = any(k.endswith("_API_KEY") and v.strip() for k, v in os.environ.items())
+    return not (keys or api_base or api_key) and available()
+
+
 def unavailable_hint() -> str:
     """One line saying how to get the embedded model, for 'not configured' messages."""
     if disabled():

@@ -84,6 +84,15 @@ def config_of(llm: LLM) -> dict[str, Any]:
     return {name: getattr(llm, name) for name in sorted(llm.trait_names(config=True))}
 
 
+def serves(llm: LLM) -> bool:
+    """Whether ``llm``'s requests go to the warm host, decided before anything is sent:
+    a host is attached (or starting) and the model is one it can run. What needs the
+    kernel's own process stays here: the embedded model (``local/...``, llama.cpp in this
+    process through a litellm provider registered here) and anything registered in this
+    process's litellm (then litellm is imported here, and ``host_link.link()`` is None)."""
+    return host_link.link() is not None and not getattr(llm, "is_embedded", False)
+
+
 Callback = Callable[[str], None] | None
 
 
@@ -95,7 +104,7 @@ async def stream(llm: LLM, messages: list[dict], tools: list[dict] | None,
     ``on``: the text, retry and reasoning callbacks of ``LLM.stream``."""
     callbacks = dict(zip(("text", "retry", "reasoning"), on, strict=True))
     link = host_link.link()
-    if link is None or llm.is_embedded:
+    if link is None or not serves(llm):
         return None
     ready = link.ok or await asyncio.to_thread(link.wait)  # no thread hop once attached
     if not ready or host_link.link() is None:

@@ -23,6 +23,7 @@ import os
 import socket
 import struct
 import sys
+import threading
 import time
 from typing import Any
 
@@ -59,11 +60,25 @@ class Host:
             os.unlink(self.path)
 
     async def load(self) -> None:
+        """Import litellm in a daemon thread (an import that hangs cannot keep the process:
+        after ``READY_TIMEOUT_S`` it is a failure, and the host exits)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future = loop.create_future()
+
+        def work() -> None:
+            try:
+                _import_and_prewarm()
+                failure = ""
+            except Exception as exc:  # noqa: BLE001 - said to every kernel
+                log.exception("litellm import failed")
+                failure = repr(exc)
+            loop.call_soon_threadsafe(lambda: done.done() or done.set_result(failure))
+
+        threading.Thread(target=work, name="oi-host-import", daemon=True).start()
         try:
-            await asyncio.to_thread(_import_and_prewarm)
-        except Exception as exc:  # noqa: BLE001 - said to every kernel, which goes its own way
-            self.failure = repr(exc)
-            log.exception("litellm import failed")
+            self.failure = await asyncio.wait_for(done, host_link.READY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            self.failure = "litellm's import did not finish"
         self.ready.set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -72,6 +87,8 @@ class Host:
             if not _same_user(writer):
                 return
             request = json.loads(await reader.readline() or b"{}")
+            if request.get("op") == "attach":  # at once: the kernel knows the host lives
+                await _send(writer, {"hello": os.getpid()})
             await self.ready.wait()
             if self.failure:
                 await _send(writer, {"ok": False, "error": self.failure})

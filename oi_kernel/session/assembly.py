@@ -240,7 +240,7 @@ class Session:
         background (seconds): the first request need not wait for them."""
         from oi_kernel.llm.boundary import warm_up
 
-        warm_up()
+        warm_up(hosted=not getattr(self.llm, "is_embedded", False))
         from oi_kernel.session.tools import mcp_provider
 
         if mcp_provider(self) is not None:
