@@ -215,13 +215,13 @@ def test_a_host_is_started_early_only_for_a_model_it_can_serve(monkeypatch):
     for name in [k for k in os.environ if k.endswith("_API_KEY") or k.startswith("OI_API")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("OI_MODEL", "local/smollm2")
-    assert not host_link.worth_starting()
+    assert local_model.expected()  # python -m oi_kernel starts no host
     monkeypatch.setenv("OI_MODEL", "openai/gpt-4o-mini")
-    assert host_link.worth_starting()
+    assert not local_model.expected()
     monkeypatch.delenv("OI_MODEL")  # the default: the embedded model when it is installed
-    assert host_link.worth_starting() is not local_model.available()
+    assert local_model.expected() is local_model.available()
     monkeypatch.setenv("OI_API_BASE", "http://127.0.0.1:1/v1")
-    assert host_link.worth_starting()
+    assert not local_model.expected()
 
 
 def test_a_host_from_other_code_is_not_used(tmp_path, monkeypatch):

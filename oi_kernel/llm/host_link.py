@@ -271,18 +271,6 @@ def release() -> None:
         _link.release()
 
 
-def worth_starting() -> bool:
-    """Whether the kernel's model is likely one a host serves, judged before the kernel
-    reads its configuration (``OI_MODEL``, or the embedded model as the default when
-    nothing points elsewhere); ``boundary.warm_up`` decides again with the real model."""
-    from oi_kernel.llm import local as local_model
-
-    if model := os.environ.get("OI_MODEL", "").strip():
-        return not local_model.is_local(model)
-    return not local_model.is_default(os.environ.get("OI_API_BASE", ""),
-                                      os.environ.get("OI_API_KEY", ""))
-
-
 def link() -> Link | None:
     """The link, when the host may serve: attached or still starting, litellm not imported
     in this process by anyone (a user's config that imports it keeps the plain path)."""

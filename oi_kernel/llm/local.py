@@ -81,6 +81,15 @@ def is_default(api_base: str, api_key: str) -> bool:
     return not (keys or api_base or api_key) and available()
 
 
+def expected() -> bool:
+    """Whether the kernel's model is likely the embedded one, judged from the environment
+    alone (before the kernel reads its configuration): ``OI_MODEL`` names it, or it is the
+    default. ``python -m oi_kernel`` starts no warm host then (``llm/host_link.py``)."""
+    if model := os.environ.get("OI_MODEL", "").strip():
+        return is_local(model)
+    return is_default(os.environ.get("OI_API_BASE", ""), os.environ.get("OI_API_KEY", ""))
+
+
 def unavailable_hint() -> str:
     """One line saying how to get the embedded model, for 'not configured' messages."""
     if disabled():
