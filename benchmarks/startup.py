@@ -53,6 +53,21 @@ class _Started:
             if reply["parent_header"].get("msg_id") == msg_id:
                 break
         self.to_info = time.perf_counter() - t0
+        self._iopub_joined(msg_id)
+
+    def _iopub_joined(self, msg_id: str, tries: int = 40) -> None:
+        """Until IOPub is subscribed (the status of a kernel_info request arrives): a cell sent
+        before that (python3's kernel does not wait for its subscriber) loses its ``idle``."""
+        import queue
+
+        for _ in range(tries):
+            try:
+                while True:
+                    msg = self.kc.get_iopub_msg(timeout=0.25)
+                    if msg["parent_header"].get("msg_id") == msg_id:
+                        return
+            except queue.Empty:
+                msg_id = self.kc.kernel_info()
 
     def execute_until_idle(self, code: str, timeout: float = 120) -> None:
         msg_id = self.kc.execute(code)
