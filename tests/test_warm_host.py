@@ -147,6 +147,10 @@ with S.ScriptedLLMServer() as server:
     llm = LLM(model="openai/scripted", api_base=server.url, api_key="sk-test-000")
     first = asyncio.run(llm.stream([{"role": "user", "content": "hi"}], None)).text
     before = "litellm" in sys.modules
+    other = host_link.Link()  # another kernel: finds the warm host (its hello and ok at once)
+    other.start()
+    shared = other.wait() and other.process is None
+    other.release()
     os.kill(host_link._link.process.pid, signal.SIGKILL)  # this process started it
     host_link._link.process.wait()
     second = asyncio.run(llm.stream([{"role": "user", "content": "hi"}], None)).text
@@ -156,7 +160,7 @@ with S.ScriptedLLMServer() as server:
     host_link.start()  # a new kernel: finds the stale socket and starts a host of its own
     fresh = host_link._link.wait() and host_link._link.process is not None
     host_link.release()
-print(json.dumps([first, before, second, "litellm" in sys.modules, stale, fresh]))
+print(json.dumps([first, before, shared, second, "litellm" in sys.modules, stale, fresh]))
 """
 
 
@@ -167,8 +171,8 @@ def test_a_host_that_dies_leaves_the_plain_path(tmp_path):
     done = subprocess.run([sys.executable, "-c", KILL_SCRIPT], capture_output=True, text=True,
                           timeout=600, env=env, cwd=str(REPO))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["Done.", False, "Done.", True,
-                                                                True, True]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["Done.", False, True, "Done.",
+                                                                True, True, True]
 
 
 def test_a_host_is_shared_only_within_one_environment(monkeypatch):
@@ -252,3 +256,18 @@ def test_a_hung_host_is_found_out_and_the_plain_path_taken(tmp_path, monkeypatch
     finally:
         listener.close()
         shutil.rmtree(short)
+
+
+def test_files_of_hosts_gone_for_a_day_are_removed(tmp_path):
+    import fcntl
+
+    for key in ("old", "held", "new"):
+        for suffix in (".sock.lock", ".log"):
+            (tmp_path / f"host-{key}{suffix}").write_text("")
+            if key != "new":
+                os.utime(tmp_path / f"host-{key}{suffix}", (1, 1))
+    with open(tmp_path / "host-held.sock.lock") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # a host still runs for this key
+        host_link.sweep(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "host-held.log", "host-held.sock.lock", "host-new.log", "host-new.sock.lock"]

@@ -43,6 +43,7 @@ DEFAULT_NICE = 10
 READY_TIMEOUT_S = 120.0  # the host's litellm import on a very loaded machine
 BIND_TIMEOUT_S = 20.0
 HELLO_TIMEOUT_S = 10.0  # a live host says hello at once, before its import is done
+STALE_S = 86400.0  # a key's files no host has used for a day are removed
 LOG_LIMIT = 1 << 20  # the hosts' log beside the socket starts again past this size
 # Not part of a host's identity: they differ per kernel, or are sent with each request.
 # (OI_*: our settings, read by the kernel; the LLM's are sent with each request.)
@@ -119,6 +120,7 @@ def idle_seconds() -> float:
 def spawn(path: str) -> subprocess.Popen:
     """Start a host for ``path`` in a session of its own (a kernel interrupt, which signals
     the kernel's process group, does not reach it); its output goes to a log beside it."""
+    sweep(os.path.dirname(path))
     log_path = path[: -len(".sock")] + ".log"
     with open(log_path, "wb" if _mtime(log_path) and os.path.getsize(log_path) > LOG_LIMIT
               else "ab") as out:
@@ -126,6 +128,25 @@ def spawn(path: str) -> subprocess.Popen:
             [sys.executable, "-m", "oi_kernel.llm.warm_host", path, str(idle_seconds())],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
             close_fds=True)
+
+
+def sweep(directory: str, older_than_s: float = STALE_S) -> None:
+    """Remove what hosts gone for a day left in the directory (lock, log, socket), one key
+    each; a lock that a host holds is left alone."""
+    import fcntl
+
+    now = time.time()
+    for name in os.listdir(directory):
+        if not name.endswith(".sock.lock"):
+            continue
+        base = os.path.join(directory, name[: -len(".sock.lock")])
+        if now - max(_mtime(base + ".sock.lock"), _mtime(base + ".log")) < older_than_s:
+            continue
+        with contextlib.suppress(OSError), open(base + ".sock.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError: a host holds it
+            for leftover in (base + ".sock", base + ".log", base + ".sock.lock"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
 
 
 def dial(path: str, timeout: float | None = None) -> socket.socket | None:
@@ -189,11 +210,12 @@ class Link:
         """Attach: a hello at once (a stale or hung host is found out in seconds), then
         ``ok`` once the host has imported litellm; the connection then stays open."""
         sock.sendall(json.dumps({"op": "attach", "kernel": os.getpid()}).encode() + b"\n")
-        hello = json.loads(read_line(sock) or b"{}")
-        if "hello" not in hello:
-            raise HostGone("the host did not say hello")
-        sock.settimeout(READY_TIMEOUT_S)
-        answer = json.loads(read_line(sock) or b"{}")
+        with sock.makefile("rb") as lines:  # a warm host's two lines may come in one packet
+            hello = json.loads(lines.readline() or b"{}")
+            if "hello" not in hello:
+                raise HostGone("the host did not say hello")
+            sock.settimeout(READY_TIMEOUT_S)
+            answer = json.loads(lines.readline() or b"{}")
         if not answer.get("ok"):
             raise HostGone(f"the host could not import litellm: {answer.get('error')}")
         sock.settimeout(None)
