@@ -3,19 +3,24 @@ litellm imported and answers the kernel's LLM requests, so the kernel never wait
 litellm's import (~3 s of CPU) nor competes with it for the GIL while the user's first
 cells run.
 
-At start (``boundary.warm_up`` in a process that is ours) the kernel connects to the host
-for its environment, or starts one (niced, in a session of its own), and keeps one
-connection open for its lifetime: the host exits when no kernel has been attached for
-``OI_WARM_HOST_IDLE`` seconds (120 by default). The socket lives in an owner-only
-directory (``$XDG_RUNTIME_DIR/oi-kernel`` or ``/tmp/oi-kernel-UID``, mode 0700; the host
-also checks the peer's uid): nothing leaves the machine, and litellm stays the one boundary
-to every provider, in the host. Hosts are told apart by the interpreter, the code and the
-environment (keys, proxies), so a kernel never uses another environment's litellm.
+At start (``python -m oi_kernel`` unless the environment points at the embedded model, and
+``boundary.warm_up`` in a process that is ours) the kernel connects to the host for its
+environment, or starts one (niced, in a session of its own), and keeps one connection open
+for its lifetime: the host says hello at once (a stale socket or a hung host is found out
+in seconds) and exits when no kernel has been attached for ``OI_WARM_HOST_IDLE`` seconds
+(120 by default). The socket lives in an owner-only directory (``OI_WARM_HOST_DIR``, else
+``$XDG_RUNTIME_DIR/oi-kernel`` or ``/tmp/oi-kernel-UID``, mode 0700; the host also checks
+the peer's uid): nothing leaves the machine, and litellm stays the one boundary to every
+provider, in the host. Hosts are told apart by the interpreter, every module of ours, litellm
+and the environment (keys, proxies), so a kernel never uses another version's or another
+environment's litellm.
 
-Whenever the host cannot serve (``OI_WARM_HOST=0``, ``LITELLM_LOG`` set: the user debugs
-litellm and sees its lines as before; no safe directory, it failed to start
-or died, litellm already imported in the kernel, the embedded model, a request that is not
-JSON) the kernel takes the plain path: litellm imported here, as before (logged only).
+What needs the kernel's own process never goes to the host, decided before a request is
+sent (``remote.serves``): the embedded model (``local/...``), anything registered in the
+kernel's litellm. Whenever the host cannot serve (``OI_WARM_HOST=0``, ``LITELLM_LOG`` set:
+the user debugs litellm and sees its lines as before; no safe directory, it failed to start
+or died, litellm imported in the kernel: the kernel then lets go of the host) the kernel
+takes the plain path: litellm imported here, as before (logged only).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import re
 import threading
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 SMALL_LIMIT_B = 8.5  # "up to ~8B": Llama 3.1 8B has 8.03e9 parameters
@@ -164,6 +164,29 @@ def ask_server(provider: str, name: str, api_base: str, timeout: float = ASK_TIM
     with _lock:
         _cache[key] = info
     return info
+
+
+def as_data(provider: str, name: str, api_base: str) -> dict[str, Any] | None:
+    """What was learnt about the model, as JSON data for the warm host (``llm/remote.py``),
+    so it does not ask the server again; None when nothing was asked."""
+    key = (provider, name, api_base.rstrip("/"))
+    with _lock:
+        if key not in _cache:
+            return None
+        info = _cache[key]
+    return {"info": asdict(info) if info is not None else None}
+
+
+def take_data(provider: str, name: str, api_base: str, data: dict[str, Any] | None) -> None:
+    """Remember what ``as_data`` gave (in the warm host), unless it is known here already."""
+    if not data:
+        return
+    raw = data.get("info")
+    info = None if raw is None else ServerInfo(
+        size=Size(**raw["size"]) if raw.get("size") else None, context=raw.get("context"),
+        tools=raw.get("tools"), server=raw.get("server", ""))
+    with _lock:
+        _cache.setdefault((provider, name, api_base.rstrip("/")), info)
 
 
 def forget() -> None:

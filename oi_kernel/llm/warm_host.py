@@ -140,6 +140,10 @@ class Host:
             return lambda text: writer.write(_line({"kind": kind, "text": text}))
 
         try:
+            from oi_kernel.llm import model_info, providers
+
+            model_info.take_data(*providers.server_key(llm.model, llm.api_base),
+                                 request.get("server"))
             await llm.prepare()
             reply = await llm.stream(request["messages"], request["tools"],
                                      on_text=emit("text"), on_retry=emit("retry"),
