@@ -166,27 +166,22 @@ def ask_server(provider: str, name: str, api_base: str, timeout: float = ASK_TIM
     return info
 
 
-def as_data(provider: str, name: str, api_base: str) -> dict[str, Any] | None:
-    """What was learnt about the model, as JSON data for the warm host (``llm/remote.py``),
-    so it does not ask the server again; None when nothing was asked."""
-    key = (provider, name, api_base.rstrip("/"))
+def as_data() -> list[list[Any]]:
+    """What was learnt from models' servers, as JSON data for the warm host
+    (``llm/remote.py``), so it does not ask them again."""
     with _lock:
-        if key not in _cache:
-            return None
-        info = _cache[key]
-    return {"info": asdict(info) if info is not None else None}
+        known = list(_cache.items())
+    return [[list(key), asdict(info) if info is not None else None] for key, info in known]
 
 
-def take_data(provider: str, name: str, api_base: str, data: dict[str, Any] | None) -> None:
+def take_data(data: list[list[Any]] | None) -> None:
     """Remember what ``as_data`` gave (in the warm host), unless it is known here already."""
-    if not data:
-        return
-    raw = data.get("info")
-    info = None if raw is None else ServerInfo(
-        size=Size(**raw["size"]) if raw.get("size") else None, context=raw.get("context"),
-        tools=raw.get("tools"), server=raw.get("server", ""))
-    with _lock:
-        _cache.setdefault((provider, name, api_base.rstrip("/")), info)
+    for key, raw in data or []:
+        info = None if raw is None else ServerInfo(
+            size=Size(**raw["size"]) if raw.get("size") else None, context=raw.get("context"),
+            tools=raw.get("tools"), server=raw.get("server", ""))
+        with _lock:
+            _cache.setdefault(tuple(key), info)
 
 
 def forget() -> None:

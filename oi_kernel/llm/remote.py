@@ -79,13 +79,6 @@ class RemoteLitellm:
         return getattr(self._local(), name)
 
 
-def server_of(llm: LLM) -> dict[str, Any] | None:
-    """What the kernel learnt from the model's server (the host need not ask again)."""
-    from oi_kernel.llm import model_info, providers
-
-    return model_info.as_data(*providers.server_key(llm.model, llm.api_base))
-
-
 def config_of(llm: LLM) -> dict[str, Any]:
     """The LLM's settings, so the host builds the same client."""
     return {name: getattr(llm, name) for name in sorted(llm.trait_names(config=True))}
@@ -116,10 +109,12 @@ async def stream(llm: LLM, messages: list[dict], tools: list[dict] | None,
     ready = link.ok or await asyncio.to_thread(link.wait)  # no thread hop once attached
     if not ready or host_link.link() is None:
         return None
+    from oi_kernel.llm import model_info  # (urllib: not on the kernel's start-up path)
+
     try:
         request = json.dumps({"op": "stream", "kernel": os.getpid(), "config": config_of(llm),
                               "messages": messages, "tools": tools, "sampling": sampling,
-                              "server": server_of(llm)}).encode() + b"\n"
+                              "server": model_info.as_data()}).encode() + b"\n"
     except (TypeError, ValueError):
         return None
     try:

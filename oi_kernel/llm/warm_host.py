@@ -140,10 +140,9 @@ class Host:
             return lambda text: writer.write(_line({"kind": kind, "text": text}))
 
         try:
-            from oi_kernel.llm import model_info, providers
+            from oi_kernel.llm import model_info
 
-            model_info.take_data(*providers.server_key(llm.model, llm.api_base),
-                                 request.get("server"))
+            model_info.take_data(request.get("server"))  # what the kernel learnt: not asked again
             await llm.prepare()
             reply = await llm.stream(request["messages"], request["tools"],
                                      on_text=emit("text"), on_retry=emit("retry"),
