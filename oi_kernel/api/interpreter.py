@@ -25,10 +25,10 @@ import inspect
 import os
 import queue
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oi_kernel.api.advice import for_script
 from oi_kernel.api.chunks import (  # the chunk types are part of this module's API
@@ -55,6 +55,9 @@ from oi_kernel.errors import OIError
 from oi_kernel.languages import as_ipython_cell, normalize_language
 from oi_kernel.llm.client import LLM
 from oi_kernel.session.assembly import Kind, Session, Wiring, build_session
+
+if TYPE_CHECKING:
+    from oi_kernel.session.commands import CommandContext
 
 _SETTLE_ITERATIONS = 5
 _END = object()  # marks the end of a turn's chunk stream
@@ -320,18 +323,9 @@ class Interpreter:
         order; steps flagged for the network, deletion or installs ask ``approve`` again; the
         first failing step stops it). ``dry_run`` only lists the steps. Returns what it
         restored, skipped and why, in words (Markdown), as ``%rebuild`` shows it."""
-        from oi_kernel.session.commands import CommandContext
         from oi_kernel.session.rebuild import rebuild
 
-        self._check_idle()
-        said: list[str] = []
-        ctx = CommandContext(self.session, said.append, lambda: lambda event: None)
-        self._busy = True
-        try:
-            self._res.loop.call(rebuild(ctx, dry_run))
-        finally:
-            self._busy = False
-        return "\n\n".join(said)
+        return self._said(lambda ctx: rebuild(ctx, dry_run))
 
     def reset(self) -> None:
         """Forget the conversation; Python variables are kept (see ``restart``)."""
@@ -355,6 +349,21 @@ class Interpreter:
         self.close()
 
     # ------------------------------------------------------------ internals
+    def _said(self, step: Callable[[CommandContext], Awaitable[Any]]) -> str:
+        """Run ``step(ctx)`` on the loop as the kernel runs its ``%`` commands, with a
+        ``CommandContext`` that collects what it says; that text (``rebuild``, ``states``)."""
+        from oi_kernel.session.commands import CommandContext
+
+        self._check_idle()
+        said: list[str] = []
+        ctx = CommandContext(self.session, said.append, lambda: lambda event: None)
+        self._busy = True
+        try:
+            self._res.loop.call(step(ctx))
+        finally:
+            self._busy = False
+        return "\n\n".join(said)
+
     def _check_idle(self) -> None:
         if self.closed:
             raise OIError("This Interpreter is closed; create a new one.")
