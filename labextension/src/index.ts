@@ -26,12 +26,16 @@ import {
   addCommands,
   exportNotebook
 } from './commands';
-import { PALETTE_CATEGORY, addToolbarItem } from './kernelaction';
+import {
+  PALETTE_CATEGORY,
+  addKernelAction,
+  addToolbarItem
+} from './kernelaction';
 import { ConnectionManager } from './manager';
 import { deciderName } from './protocol';
 import { DEFAULT_SETTINGS, ISettings, readSettings } from './settings';
-import { addStates } from './states';
-import { addUndo } from './undo';
+import { STATES_ACTION } from './states';
+import { UNDO_ACTION } from './undo';
 import { StatusItem, exportButton } from './widgets';
 
 const PLUGIN_ID = 'oi-kernel:plugin';
@@ -81,8 +85,9 @@ function activate(
     docManager
   };
   addCommands(ctx);
-  addUndo(app, manager, tracker, palette, toolbarRegistry);
-  addStates(app, manager, tracker, palette, toolbarRegistry);
+  for (const action of [UNDO_ACTION, STATES_ACTION]) {
+    addKernelAction(app, manager, tracker, palette, toolbarRegistry, action);
+  }
 
   // Enablement of the export/verify commands follows the current notebook.
   manager.changed.connect(() => {

@@ -5,24 +5,17 @@
  * under `%%oi`) without adding a cell; its answer is shown as a notification.
  */
 
-import { JupyterFrontEnd } from '@jupyterlab/application';
-import {
-  Dialog,
-  ICommandPalette,
-  IToolbarWidgetRegistry
-} from '@jupyterlab/apputils';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { Dialog } from '@jupyterlab/apputils';
 import { historyIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { OIConnection } from './connection';
 import {
-  addKernelAction,
+  IKernelAction,
   notifyAnswer,
   notifyFailure,
   runInKernel
 } from './kernelaction';
-import { ConnectionManager } from './manager';
 import { clip } from './rollback';
 import { IStateRow, parseStates, statesPrefix } from './statestext';
 import { kernelToolbarButton } from './widgets';
@@ -143,20 +136,12 @@ export function statesButton(connection: OIConnection, onClick: () => void) {
   });
 }
 
-/** The command, its palette entry and the toolbar button (beside Undo). */
-export function addStates(
-  app: JupyterFrontEnd,
-  manager: ConnectionManager,
-  tracker: INotebookTracker,
-  palette: ICommandPalette | null,
-  toolbarRegistry: IToolbarWidgetRegistry | null
-): void {
-  addKernelAction(app, manager, tracker, palette, toolbarRegistry, {
-    command: STATES_COMMAND,
-    toolbarItem: STATES_TOOLBAR_ITEM,
-    label: 'Named States…',
-    caption: 'Save the variables and files as a named state, or go back to one',
-    run: showStates,
-    button: statesButton
-  });
-}
+/** The command, its palette entry and the toolbar button beside Undo (`addKernelAction`). */
+export const STATES_ACTION: IKernelAction = {
+  command: STATES_COMMAND,
+  toolbarItem: STATES_TOOLBAR_ITEM,
+  label: 'Named States…',
+  caption: 'Save the variables and files as a named state, or go back to one',
+  run: showStates,
+  button: statesButton
+};

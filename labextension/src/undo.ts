@@ -5,23 +5,16 @@
  * back and what could not be) as a notification.
  */
 
-import { JupyterFrontEnd } from '@jupyterlab/application';
-import {
-  ICommandPalette,
-  IToolbarWidgetRegistry,
-  ToolbarButton
-} from '@jupyterlab/apputils';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { ToolbarButton } from '@jupyterlab/apputils';
 import { undoIcon } from '@jupyterlab/ui-components';
 
 import { OIConnection } from './connection';
 import {
-  addKernelAction,
+  IKernelAction,
   notifyAnswer,
   notifyFailure,
   runInKernel
 } from './kernelaction';
-import { ConnectionManager } from './manager';
 import { undoCode, undoSummary } from './rollback';
 import { kernelToolbarButton } from './widgets';
 
@@ -62,21 +55,13 @@ export function undoButton(
   });
 }
 
-/** The command, its palette entry and the toolbar button. */
-export function addUndo(
-  app: JupyterFrontEnd,
-  manager: ConnectionManager,
-  tracker: INotebookTracker,
-  palette: ICommandPalette | null,
-  toolbarRegistry: IToolbarWidgetRegistry | null
-): void {
-  addKernelAction(app, manager, tracker, palette, toolbarRegistry, {
-    command: UNDO_COMMAND,
-    toolbarItem: UNDO_TOOLBAR_ITEM,
-    label: 'Undo Last Instruction',
-    caption:
-      'Forget the last instruction and roll back the variables and files its code changed',
-    run: undoAndNotify,
-    button: undoButton
-  });
-}
+/** The command, its palette entry and the toolbar button (`addKernelAction`). */
+export const UNDO_ACTION: IKernelAction = {
+  command: UNDO_COMMAND,
+  toolbarItem: UNDO_TOOLBAR_ITEM,
+  label: 'Undo Last Instruction',
+  caption:
+    'Forget the last instruction and roll back the variables and files its code changed',
+  run: undoAndNotify,
+  button: undoButton
+};
