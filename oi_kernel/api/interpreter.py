@@ -25,10 +25,10 @@ import inspect
 import os
 import queue
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oi_kernel.api.advice import for_script
 from oi_kernel.api.chunks import (  # the chunk types are part of this module's API
@@ -43,6 +43,7 @@ from oi_kernel.api.chunks import (  # the chunk types are part of this module's 
     _output_chunk,
     to_chunks,
 )
+from oi_kernel.api.commands import said
 from oi_kernel.api.loop import SHUTDOWN_TIMEOUT_S, Job, LoopThread
 from oi_kernel.api.states import States
 from oi_kernel.approval.approvers import CallbackApprover, RefuseApprover
@@ -55,9 +56,6 @@ from oi_kernel.errors import OIError
 from oi_kernel.languages import as_ipython_cell, normalize_language
 from oi_kernel.llm.client import LLM
 from oi_kernel.session.assembly import Kind, Session, Wiring, build_session
-
-if TYPE_CHECKING:
-    from oi_kernel.session.commands import CommandContext
 
 _SETTLE_ITERATIONS = 5
 _END = object()  # marks the end of a turn's chunk stream
@@ -325,7 +323,7 @@ class Interpreter:
         restored, skipped and why, in words (Markdown), as ``%rebuild`` shows it."""
         from oi_kernel.session.rebuild import rebuild
 
-        return self._said(lambda ctx: rebuild(ctx, dry_run))
+        return said(self, lambda ctx: rebuild(ctx, dry_run))
 
     def reset(self) -> None:
         """Forget the conversation; Python variables are kept (see ``restart``)."""
@@ -349,21 +347,6 @@ class Interpreter:
         self.close()
 
     # ------------------------------------------------------------ internals
-    def _said(self, step: Callable[[CommandContext], Awaitable[Any]]) -> str:
-        """Run ``step(ctx)`` on the loop as the kernel runs its ``%`` commands, with a
-        ``CommandContext`` that collects what it says; that text (``rebuild``, ``states``)."""
-        from oi_kernel.session.commands import CommandContext
-
-        self._check_idle()
-        said: list[str] = []
-        ctx = CommandContext(self.session, said.append, lambda: lambda event: None)
-        self._busy = True
-        try:
-            self._res.loop.call(step(ctx))
-        finally:
-            self._busy = False
-        return "\n\n".join(said)
-
     def _check_idle(self) -> None:
         if self.closed:
             raise OIError("This Interpreter is closed; create a new one.")

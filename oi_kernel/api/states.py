@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from oi_kernel.api.commands import said
+
 if TYPE_CHECKING:
     from oi_kernel.session.commands import CommandContext
 
@@ -56,4 +58,4 @@ class States:
             self._states()  # (registers the state commands)
             return run_command(ctx, line)
 
-        return self._it._said(step)
+        return said(self._it, step)
