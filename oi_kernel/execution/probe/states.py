@@ -15,6 +15,7 @@ whole, so states form a tree: restoring one leaves the others as they are.
 A part of the probe package (see ``__init__.py``), after ``checkpoints``.
 """
 
+import _thread
 import functools
 import hashlib
 import json
@@ -24,7 +25,6 @@ import pickle
 import shutil
 import signal
 import struct
-import threading
 import time
 
 from .changes import (
@@ -132,9 +132,15 @@ def _pool_copy(source, target, mtime_ns):
 
 class _Copies:
     """The pool copies still to make, in a thread: saving returns at once; the next cell
-    (IPython's ``pre_run_cell``), restore and the next save wait for them to be done."""
+    (IPython's ``pre_run_cell``), restore and the next save wait for them to be done.
 
-    thread = None
+    The thread is started with ``_thread`` (``threading.Thread.start`` waits until the new
+    thread runs: on a busy machine, milliseconds of the save's time). It waits a moment
+    first (``hurry``), so the save's answer goes out before the copies take the GIL; a
+    caller that waits for them cuts that moment short."""
+
+    done = None  # a lock held until the copies are made
+    hurry = None  # a lock held until the copies should start
     hooked = False
 
     @classmethod
@@ -149,10 +155,19 @@ class _Copies:
         if not cls.hooked:
             shell.events.register("pre_run_cell", cls.before_cell)
             cls.hooked = True
-        # a moment later: the save's answer goes out first, not slowed by the copies
-        cls.thread = threading.Timer(0.05, cls.run, args=(jobs,))
-        cls.thread.daemon = True
-        cls.thread.start()
+        done, hurry = _thread.allocate_lock(), _thread.allocate_lock()
+        done.acquire()
+        hurry.acquire()
+        cls.done, cls.hurry = done, hurry
+        _thread.start_new_thread(cls.later, (jobs, done, hurry))
+
+    @classmethod
+    def later(cls, jobs, done, hurry):
+        try:
+            hurry.acquire(timeout=0.05)
+            cls.run(jobs)
+        finally:
+            done.release()
 
     @staticmethod
     def run(jobs):
@@ -161,9 +176,10 @@ class _Copies:
 
     @classmethod
     def wait(cls):
-        thread, cls.thread = cls.thread, None
-        if thread is not None:
-            thread.join()
+        done, cls.done = cls.done, None
+        if done is not None:
+            cls.hurry.release()
+            done.acquire()
 
     @classmethod
     def before_cell(cls, *_info):
