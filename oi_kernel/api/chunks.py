@@ -83,7 +83,7 @@ class ClaimsChunk:
     asked: bool = False  # the first answer was sent back once (check_answers "ask-model")
 
 
-@dataclass
+@dataclass(frozen=True)
 class UsageChunk(Usage):
     """Tokens and cost of the whole instruction (cost None when unknown)."""
 
