@@ -7,6 +7,9 @@ The parts the engine holds (its ``rollback``) read their settings here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import field, fields, make_dataclass
+from types import MappingProxyType
 from typing import Any
 
 from traitlets import Bool, Enum, Float, Integer, List, Unicode, default, observe, validate
@@ -366,3 +369,49 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
     @default("preview_timeout")
     def _preview_timeout_default(self) -> float:
         return env_number(self.trait_metadata("preview_timeout", "env"), 30.0)
+
+
+# ------------------------------------------------ one frozen settings object per turn
+# What the administrator's policy sets on the engine besides the traits (session.policy_rules):
+# the least approval that applies even after "Run all", the preview floor, "ask" after outside
+# content, operations never known safe, and who set each session cap (for its message).
+# Each with its value when there is no policy.
+POLICY_FIELDS: tuple[tuple[str, type, Any], ...] = (
+    ("approval_floor", str, "never"), ("preview_floor", str, ""), ("untrusted_content", str, ""),
+    ("known_safe_denied", tuple, ()), ("cap_sources", Mapping, MappingProxyType({})),
+)
+_NO_POLICY = {name: value for name, _, value in POLICY_FIELDS}
+_TYPES = {"Integer": int, "Int": int, "Float": float, "Bool": bool, "List": tuple}
+
+
+def _field_type(trait: Any) -> type:
+    return _TYPES.get(type(trait).__name__, str)
+
+
+TurnSettings = make_dataclass(
+    "TurnSettings",
+    [(name, _field_type(trait))
+     for name, trait in sorted(EngineSettings.class_traits(config=True).items())]
+    + [(name, kind, field(default_factory=lambda v=value: v))
+       for name, kind, value in POLICY_FIELDS],
+    frozen=True, slots=True,
+)
+TurnSettings.__module__ = __name__
+TurnSettings.__doc__ = (
+    "The engine's settings as one turn reads them: every ``c.Engine.*`` trait and what the "
+    "administrator's policy set (``POLICY_FIELDS``), resolved once when the turn starts "
+    "(``freeze``) and never changed while it runs (lists are tuples, the dict a read-only "
+    "mapping). A change by ``%config``, a command or the policy applies to the next turn.")
+
+
+def freeze(settings: Any) -> Any:
+    """The ``TurnSettings`` of ``settings`` (the engine) now."""
+    values = {}
+    for item in fields(TurnSettings):
+        value = getattr(settings, item.name, _NO_POLICY.get(item.name))
+        if isinstance(value, list):
+            value = tuple(value)
+        elif isinstance(value, dict):
+            value = MappingProxyType(dict(value))
+        values[item.name] = value
+    return TurnSettings(**values)
