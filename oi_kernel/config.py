@@ -10,8 +10,12 @@ warnings in the next cell it runs (they also go to the kernel's log).
 Configurable classes derive from ``Remembered``, which routes their config through
 ``load_config_tolerantly`` and remembers where each value came from (the config, a keyword
 argument, a profile, the administrator's policy, a session command: ``from_source``);
-``@default`` methods read the environment with ``env_int``/``env_float``/``env_choice``/
-``env_flag``. ``oi_kernel.session.resolved`` turns that into the settings with their sources.
+a class with ``environment_resolved`` has its environment variables (each trait's ``env`` tag)
+read by the environment step here (``environment_value``) before its config, so the config,
+a keyword argument and everything later override them and the source is exact; the classes
+not moved there yet read the environment in ``@default`` methods with ``env_int``/
+``env_float``/``env_choice``/``env_flag``. ``oi_kernel.session.resolved`` turns that into the
+settings with their sources.
 """
 
 from __future__ import annotations
