@@ -10,8 +10,12 @@ warnings in the next cell it runs (they also go to the kernel's log).
 Configurable classes derive from ``Remembered``, which routes their config through
 ``load_config_tolerantly`` and remembers where each value came from (the config, a keyword
 argument, a profile, the administrator's policy, a session command: ``from_source``);
-``@default`` methods read the environment with ``env_int``/``env_float``/``env_choice``/
-``env_flag``. ``oi_kernel.session.resolved`` turns that into the settings with their sources.
+a class with ``environment_resolved`` has its environment variables (each trait's ``env`` tag)
+read by the environment step here (``environment_value``) before its config, so the config,
+a keyword argument and everything later override them and the source is exact; the classes
+not moved there yet read the environment in ``@default`` methods with ``env_int``/
+``env_float``/``env_choice``/``env_flag``. ``oi_kernel.session.resolved`` turns that into the
+settings with their sources.
 """
 
 from __future__ import annotations
@@ -131,6 +135,7 @@ def load_config_tolerantly(
     reported with the trait's help and the previous value is put back.
     """
     before = dict(obj._trait_values)
+    sources = dict(getattr(obj, "setting_sources", {}))
     try:
         load(cfg, section_names, traits)
         return
@@ -147,6 +152,7 @@ def load_config_tolerantly(
             load(Config({section: {name: value}}), section_names, traits)
         except Exception as exc:
             _restore(obj, name, before.get(name, _MISSING))
+            _restore_source(obj, name, sources.get(name))
             trait = obj.traits().get(name)
             help_text = getattr(trait, "help", "") if trait is not None else ""
             now = getattr(obj, name, None)
@@ -167,6 +173,16 @@ def _restore(obj: Any, name: str, before: Any) -> None:
             obj.set_trait(name, before)
     except Exception:  # the old value was valid; if putting it back fails, the default stays
         obj._trait_values.pop(name, None)
+
+
+def _restore_source(obj: Any, name: str, source: str | None) -> None:
+    """The source of the value put back (the environment's, say), not "config"."""
+    recorded = getattr(obj, "setting_sources", None)
+    if recorded is not None:
+        if source is None:
+            recorded.pop(name, None)
+        else:
+            recorded[name] = source
 
 
 def _reason(exc: BaseException) -> str:
@@ -201,6 +217,68 @@ def check_floor(obj: Any, name: str, value: Any) -> Any:
     return value
 
 
+# ------------------------------------------------------------- the environment step
+def environment_value(obj: Any, name: str) -> tuple[Any, str] | None:
+    """The value of setting ``name`` from its environment variable (the trait's ``env``
+    tag; ``env_also``: a flag that means ``env_also_value``) and that variable's name; None
+    when it is unset or bad (a bad one is reported with how to fix it: ``warn``). How it is
+    read follows the trait's type, or its ``env_kind`` tag ("number": at least 0; "text": as
+    given; "patterns": comma-separated; "elsewhere": read by its user beside the setting,
+    not as its value)."""
+    trait = obj.traits()[name]
+    env, meta = trait.metadata.get("env"), trait.metadata
+    if meta.get("env_kind") == "elsewhere":
+        return None
+    raw = os.environ.get(env) if env else None
+    if raw is not None and (raw.strip() or meta.get("env_kind") == "text"):
+        value = _read(trait, env, meta.get("env_kind") or type(trait).__name__)
+        if value is not _MISSING:
+            return value, env
+    also = meta.get("env_also")
+    if also and env_flag(also, help=trait.help):
+        return meta["env_also_value"], also
+    return None
+
+
+def _read(trait: Any, env: str, kind: str) -> Any:
+    raw, default, help_text = os.environ[env], trait.default(), trait.help
+    stripped = raw.strip()
+    if kind == "text":
+        return raw
+    if kind == "patterns":
+        return [p.strip() for p in raw.split(",") if p.strip()]
+    if kind == "Enum":
+        if stripped.lower() in trait.values:
+            return stripped.lower()
+        _bad_env(env, stripped, "one of " + "/".join(trait.values), default, help_text)
+        return _MISSING
+    if kind == "number":
+        value = _number(env, stripped, float, 0, default or 0,  # ("using 0", not "0.0")
+                        "A number of at least 0 (0 = off).")
+        return value if value is _MISSING else type(default)(value)
+    return _number(env, stripped, float if kind == "Float" else int, _minimum(trait), default,
+                   help_text)
+
+
+def _minimum(trait: Any) -> Any:
+    """The least value the environment may give (the trait's ``env_min`` tag)."""
+    return trait.metadata.get("env_min")
+
+
+def _number(env: str, raw: str, kind: type, minimum: Any, default: Any, help_text: str) -> Any:
+    whole = kind is int
+    try:
+        value = kind(raw)
+    except ValueError:
+        _bad_env(env, raw, "a whole number" if whole else "a number", default, help_text)
+        return _MISSING
+    if value != value or (minimum is not None and value < minimum):  # NaN, or too small
+        expected = f"at least {minimum}" if whole else f"a number of at least {minimum:g}"
+        _bad_env(env, raw, expected, default, help_text)
+        return _MISSING
+    return value
+
+
 class Remembered(Configurable):
     """A configurable whose bad config values are reported, not fatal, and which remembers
     where each setting's value came from (``setting_sources``: trait name -> source; a trait
@@ -208,9 +286,17 @@ class Remembered(Configurable):
     policy for this session (``session.policy_rules.Floors``), which ``check_floor`` asks."""
 
     floors: Any = None
+    # Whether the environment step (``environment_value``) sets this class's settings before
+    # its config is loaded; classes not yet moved there read the environment in ``@default``.
+    environment_resolved = False
 
     def __init__(self, **kwargs: Any) -> None:
         self.setting_sources: dict[str, str] = {}
+        if self.environment_resolved:  # lowest but the default: config and the rest override
+            for name in self.trait_names(config=True):
+                if (found := environment_value(self, name)) is not None:
+                    with from_source(found[1]):
+                        self.set_trait(name, found[0])
         current = _source.get()
         with from_source("keyword argument" if current is None else current):
             super().__init__(**kwargs)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 pytest.importorskip("acp")
@@ -63,11 +65,12 @@ def test_a_step_is_one_execute_tool_call_from_proposal_to_output():
     record = StepRecord(1, req.block, Decision("run", req.block.code))
     [running] = m.updates(E.Decided(record))
     assert running.status == "in_progress" and running.tool_call_id == start.tool_call_id
-    record.status = "ok"
-    record.outputs = [{"output_type": "stream", "name": "stdout", "text": "1\n"},
-                      {"output_type": "display_data", "data": {"image/png": "iVBO\n"}}]
-    record.changes = {"variables": [{"name": "x", "change": "created", "type": "int",
-                                     "after": "1"}], "files": []}
+    record = dataclasses.replace(
+        record, status="ok",
+        outputs=[{"output_type": "stream", "name": "stdout", "text": "1\n"},
+                 {"output_type": "display_data", "data": {"image/png": "iVBO\n"}}],
+        changes={"variables": [{"name": "x", "change": "created", "type": "int",
+                                "after": "1"}], "files": []})
     [done] = m.updates(E.StepDone(record))
     assert done.status == "completed" and done.tool_call_id == start.tool_call_id
     assert "1" in texts(done) and "Changed:" in texts(done) and "delete-files" in texts(done)

@@ -328,7 +328,7 @@ def _turn(final: str, calls: int) -> Turn:
         ),
         (
             E.StepDone(_record("error")),
-            [OutputChunk(2, "error", _record().outputs, "1")],
+            [OutputChunk(2, "error", list(_record().outputs), "1")],
         ),
         (E.Notice("careful", "warning"), [NoticeChunk("careful", "warning")]),
         (E.TurnDone(_turn("All done.", 2)), [MessageChunk("All done."), UsageChunk(10, 3, 0.5)]),

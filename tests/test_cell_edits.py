@@ -85,8 +85,8 @@ def test_edit_cell_is_offered_and_becomes_an_edit_block():
 
 def test_the_log_records_proposals_and_decisions():
     assert record_of(E.CellEditProposed(1, "p", [{"key": "0", "cell": "2", "new_source": "x"}])
-                     ) == ("cell_edit_proposed", {"turn": 1, "proposal": "p", "edits": [
-                         {"key": "0", "cell": "2", "new_source": "x"}]})
+                     ) == ("cell_edit_proposed", {"turn": 1, "proposal": "p", "edits": (
+                         {"key": "0", "cell": "2", "new_source": "x"},)})
     name, fields = record_of(E.CellEditDecided(1, "p", "0", "2", "rejected", "ann", "why"))
     assert name == "cell_edit_decided" and fields["action"] == "rejected"
     assert fields["by"] == "ann" and fields["reason"] == "why" and fields["ran"] is False

@@ -311,9 +311,9 @@ def comms(monkeypatch):
 
 
 def _step(action: str, code: str = "x = 1", language: str = "py") -> StepDone:
-    record = StepRecord(index=2, block=CodeBlock(language, "proposed"))
-    record.decision = Decision(action, code)  # type: ignore[arg-type]
-    record.status = "ok" if action == "run" else "skipped"
+    record = StepRecord(index=2, block=CodeBlock(language, "proposed"),
+                        decision=Decision(action, code),  # type: ignore[arg-type]
+                        status="ok" if action == "run" else "skipped")
     return StepDone(record)
 
 

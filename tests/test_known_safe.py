@@ -281,7 +281,8 @@ def test_the_session_knows_what_earlier_steps_imported_and_defined():
 
 def _runner(approval: str) -> StepRunner:
     """A step runner with only its settings (the review and ``needs_approval`` read no more)."""
-    return StepRunner(_Host(approval), None, None, None, lambda event: None,  # type: ignore
+    host = _Host(approval)
+    return StepRunner(lambda: host, None, None, None, lambda event: None,  # type: ignore
                       **dict.fromkeys(("toolbox", "tool_settings", "secrets", "rollback", "log")))
 
 

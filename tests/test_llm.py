@@ -86,7 +86,7 @@ def test_text_with_random_chunks_arrives_in_order(llm_server: ScriptedLLMServer)
     assert reply.text == content
     assert "".join(pieces) == content
     assert len(pieces) > 10
-    assert reply.tool_calls == []
+    assert reply.tool_calls == ()
     assert reply.finish_reason == "stop"
     assert reply.model == "openai/scripted"
     assert reply.latency_s > 0

@@ -133,8 +133,7 @@ def _turn_with(*steps: tuple[str, str]) -> Any:
 
     turn = Turn(index=1, instruction="x")
     for i, (code, status) in enumerate(steps, start=1):
-        record = StepRecord(index=i, block=CodeBlock("python", code))
-        record.status = status
+        record = StepRecord(index=i, block=CodeBlock("python", code), status=status)
         turn.steps.append(record)
     return turn
 

@@ -162,7 +162,7 @@ def test_requests_are_logged_as_what_is_new_since_the_last() -> None:
     condensed = [{"role": "system", "content": "s"}, {"role": "user", "content": "z"}]
     for messages in (first, second, condensed):
         writer(E.LLMRequested(1, 1, "m", False, False, messages))
-    sent = [(f["messages_before"], f["messages"]) for _, f in log.records]
+    sent = [(f["messages_before"], list(f["messages"])) for _, f in log.records]
     assert sent == [(0, first), (2, second[2:]), (0, condensed)]
 
 

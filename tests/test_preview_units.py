@@ -35,7 +35,7 @@ def test_a_preview_reads_as_the_real_run_would_show_its_changes():
     page = result.html()
     assert "data:image/png;base64,AAAA" in page and "blocked in preview" in page
     assert P.NOT_CAUGHT in page
-    assert result.record()["sha256"] == result.sha256 and result.record()["network"] == [
+    assert result.record()["sha256"] == result.sha256 and list(result.record()["network"]) == [
         "example.com:443"]
 
 

@@ -157,3 +157,39 @@ def test_the_probe_loads_into_a_plain_python3_kernel_without_oi_kernel(tmp_path)
                           "in n), sorted(m for m, v in __import__('sys').modules.items() "
                           "if m.startswith('oi_kernel') and v is not None))").stdout
         assert shown.split() == ["1", "before", "[]", "[]"]
+
+
+@pytest.mark.unit
+def test_copy_capped_copies_under_its_cap_and_nothing_over_it(tmp_path, monkeypatch):
+    """The one capped copy the preview's scratch copy and verify's working copy share: named
+    folders and files left out at every depth (a left-out folder's files not counted), links
+    kept as links, nothing copied over the cap, and each caller's own words for that."""
+    from oi_kernel.errors import OIError
+    from oi_kernel.execution.probe import scratch
+    from oi_kernel.record import verify
+
+    src = tmp_path / "src"
+    (src / "sub" / ".git").mkdir(parents=True)
+    (src / "sub" / ".git" / "HEAD").write_text("x" * 500)
+    (src / "sub" / "data.txt").write_text("12345")
+    (src / ".git").write_text("a file named so")
+    (src / "link").symlink_to("sub/data.txt")
+
+    assert scratch.copy_capped(src, tmp_path / "a", {".git"}, 100)
+    copied = sorted(str(p.relative_to(tmp_path / "a")) for p in (tmp_path / "a").rglob("*"))
+    assert copied == ["link", "sub", "sub/data.txt"]
+    assert os.readlink(tmp_path / "a" / "link") == "sub/data.txt"
+    with pytest.raises(FileExistsError):
+        scratch.copy_capped(src, tmp_path / "a", {".git"}, 100)
+    (tmp_path / "e").mkdir()  # (verify copies into a folder that is there)
+    assert scratch.copy_capped(src, tmp_path / "e", {".git"}, 100, dirs_exist_ok=True)
+    assert (tmp_path / "e" / "sub" / "data.txt").read_text() == "12345"
+
+    assert not scratch.copy_capped(src, tmp_path / "b", {".git"}, 20)
+    assert not (tmp_path / "b").exists()
+    monkeypatch.setattr(scratch, "SCRATCH_MAX_BYTES", 20)
+    assert "too large for a scratch copy" in scratch.make_scratch(src, tmp_path / "c", {".git"})
+    monkeypatch.setattr(verify, "MAX_COPY_BYTES", 20)
+    with pytest.raises(OIError, match="--in-place"):
+        verify._copy_dir(src, tmp_path / "d")
+    assert not (tmp_path / "c").exists() and not (tmp_path / "d").exists()

@@ -28,7 +28,7 @@ class Tracked(EngineSettings):
         super().__init__()
         self.executor = runner
         self.events: list[str] = []
-        self.rollback = Rollback(self, runner, self.publish, log=self.log,
+        self.rollback = Rollback(lambda: self, runner, self.publish, log=self.log,
                                  conversation=Conversation(), undo=lambda n: [])
         self.calls: list[str] = []
         original = runner.child.execute

@@ -136,6 +136,52 @@ def test_a_bad_config_value_names_the_setting_and_keeps_the_default(isolated):  
 
 
 @pytest.mark.unit
+def test_a_bad_config_value_over_the_environment_keeps_the_environment_and_its_source(
+        isolated, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("OI_MAX_STEPS", "7")
+    cfg = Config()
+    cfg.Engine.max_steps = "ten"
+    config.take_warnings()
+    s = new_session(isolated, cfg)
+    [warning] = [w for w in config.take_warnings() if "max_steps" in w]
+    assert "Ignored c.Engine.max_steps = 'ten'" in warning and "Using 7." in warning
+    assert (s.engine.max_steps, resolve(s)["max_steps"].source) == (7, "OI_MAX_STEPS")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name, raw, said", [
+    ("OI_APPROVAL", "sometimes", "OI_APPROVAL='sometimes' is not one of always/risky/never/"),
+    ("OI_STEP_TIMEOUT", "-3", "OI_STEP_TIMEOUT='-3' is not a number of at least 0; using 0."),
+    ("OI_GUARD", "loud", "OI_GUARD='loud' is not one of risky/unasked/off; using 'risky'."),
+    ("OI_AUTO_RUN", "maybe", "OI_AUTO_RUN='maybe' is not on/off (1/0, true/false, yes/no)"),
+    ("OI_CONTEXT_BUDGET", "-1", "OI_CONTEXT_BUDGET='-1' is not at least 0; using 0."),
+])
+def test_the_environment_step_reports_a_bad_value_and_keeps_the_default(
+        isolated, monkeypatch, name, raw, said):  # noqa: F811
+    monkeypatch.setenv(name, raw)
+    config.take_warnings()
+    s = new_session(isolated)
+    assert any(w.startswith(said) for w in config.take_warnings())
+    trait = {"OI_AUTO_RUN": "approval"}.get(name) or next(
+        t for t, v in s.engine.traits(config=True).items() if v.metadata.get("env") == name)
+    assert resolve(s)[trait].source == "default"
+    assert getattr(s.engine, trait) == s.engine.trait_defaults(trait)
+
+
+@pytest.mark.unit
+def test_engine_defaults_are_plain_and_the_environment_is_a_source(isolated, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("OI_MAX_STEPS", "7")
+    monkeypatch.setenv("OI_CHANGE_IGNORE", "*.tmp, scratch/")
+    monkeypatch.setenv("OI_AUTO_RUN", "1")
+    s = new_session(isolated)
+    assert s.engine.trait_defaults("max_steps") == 10  # no @default reads the environment
+    settings = resolve(s)
+    assert (settings["max_steps"].value, settings["max_steps"].source) == (7, "OI_MAX_STEPS")
+    assert settings["change_ignore"].value == ["*.tmp", "scratch/"]
+    assert (settings["approval"].value, settings["approval"].source) == ("never", "OI_AUTO_RUN")
+
+
+@pytest.mark.unit
 def test_a_bad_profile_value_names_the_file_and_the_choices(isolated):  # noqa: F811
     path = write_profile(isolated / "project" / ".oi" / "profiles", "bad", "approval: sometimes\n")
     s = new_session(isolated)

@@ -385,8 +385,8 @@ def test_the_view_adds_changes_to_the_decided_record_or_shows_them_under_the_ste
     sent: list = []
     view = TurnView(lambda kind, content: sent.append((kind, content)))
     changed = {"variables": [{"name": "x", "change": "new", "after": "int 1"}], "files": []}
-    carded = Decision("run", "x = 1")
-    carded.shown = {"display_id": "card-1", "html": "<div>record</div>", "plain": "[step 1]"}
+    carded = Decision("run", "x = 1", shown={"display_id": "card-1", "html": "<div>record</div>",
+                                             "plain": "[step 1]"})
     view(E.StepDone(StepRecord(1, CodeBlock("python", "x = 1"), carded, "ok", changes=changed)))
     kind, content = sent[-1]
     assert kind == "update_display_data" and content["transient"]["display_id"] == "card-1"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import re
@@ -317,11 +318,11 @@ def test_repeating_the_same_failed_code_ends_the_turn():
 def test_turn_ending_reads_the_feedback():
     policy = SmallModelPolicy(Engine(executor=None, approver=None, llm=LLM(model="local/smollm2")))
     turn = Turn(index=1, instruction="x")
-    record = StepRecord(index=1, block=CodeBlock("python", "y = 2"), status="ok")
-    record.feedback = prompts.step_feedback("ok", "", code="y = 2", small=True)
+    record = StepRecord(index=1, block=CodeBlock("python", "y = 2"), status="ok",
+                        feedback=prompts.step_feedback("ok", "", code="y = 2", small=True))
     turn.steps.append(record)
     assert not policy.turn_done(turn, 1)
-    record.feedback = "2"
+    turn.steps[-1] = dataclasses.replace(record, feedback="2")
     assert policy.turn_done(turn, 1)
 
 

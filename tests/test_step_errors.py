@@ -129,7 +129,7 @@ def test_an_error_the_turn_ends_on_is_printed_in_full_for_text_frontends():
     screen = Screen()
     play(TurnView(screen, live=False, compact_errors=True), [None, PANDAS_KEYERROR])
     assert screen.kinds() == ["display_data", "error"]
-    assert screen[1][1]["traceback"] == PANDAS_KEYERROR["traceback"]
+    assert list(screen[1][1]["traceback"]) == PANDAS_KEYERROR["traceback"]
 
 
 @pytest.mark.unit

@@ -182,7 +182,8 @@ class _Host:
 
 
 def _runner(approval: str, untrusted_content: str = "") -> StepRunner:
-    return StepRunner(_Host(approval, untrusted_content),  # type: ignore[arg-type]
+    host = _Host(approval, untrusted_content)
+    return StepRunner(lambda: host,  # type: ignore[arg-type,return-value]
                       *_NO_SEAMS, **_NO_PARTS)  # (``needs_approval`` reads only settings)
 
 

@@ -162,8 +162,7 @@ def play(view: TurnView, chunks: list[str], needs_approval: bool = True,
             await asyncio.sleep(0)
         view(E.ReplyDone(1, Reply(text="".join(chunks)), [CodeBlock("python", code)]))
         view(E.CodeProposed(request(code), needs_approval))
-        record = StepRecord(1, CodeBlock("python", code))
-        record.decision = Decision("run", code)
+        record = StepRecord(1, CodeBlock("python", code), Decision("run", code))
         view(E.Decided(record))
         view(E.TurnDone(Turn(1, "go")))
 

@@ -4,7 +4,7 @@ Both are read from the code at build time, so they cannot drift from it:
 
 - the configuration reference from the traitlets classes (their ``help`` strings, types and
   defaults) and the environment variable each trait declares in its ``env`` tag (the same tag
-  its ``@default`` method reads);
+  the resolver's environment step, ``config.environment_value``, reads, or its ``@default``);
 - the magics reference from the command table (``oi_kernel.session.commands.COMMANDS``).
 
 ``write_all(out_dir)`` writes ``config.md`` and ``magics.md`` (MyST Markdown) there; the pages

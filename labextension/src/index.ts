@@ -11,7 +11,7 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
@@ -26,21 +26,20 @@ import {
   addCommands,
   exportNotebook
 } from './commands';
+import {
+  PALETTE_CATEGORY,
+  addKernelAction,
+  addToolbarItem
+} from './kernelaction';
 import { ConnectionManager } from './manager';
 import { deciderName } from './protocol';
 import { DEFAULT_SETTINGS, ISettings, readSettings } from './settings';
-import { addStates } from './states';
-import {
-  UNDO_COMMAND,
-  UNDO_TOOLBAR_ITEM,
-  undoAndNotify,
-  undoButton
-} from './undo';
+import { STATES_ACTION } from './states';
+import { UNDO_ACTION } from './undo';
 import { StatusItem, exportButton } from './widgets';
 
 const PLUGIN_ID = 'oi-kernel:plugin';
 const TOOLBAR_ITEM = 'oi-kernel-export';
-const PALETTE_CATEGORY = 'Open Interpreter';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
@@ -86,8 +85,9 @@ function activate(
     docManager
   };
   addCommands(ctx);
-  addUndo(app, manager, tracker, palette, toolbarRegistry);
-  addStates(app, manager, tracker, palette, toolbarRegistry);
+  for (const action of [UNDO_ACTION, STATES_ACTION]) {
+    addKernelAction(app, manager, tracker, palette, toolbarRegistry, action);
+  }
 
   // Enablement of the export/verify commands follows the current notebook.
   manager.changed.connect(() => {
@@ -166,60 +166,14 @@ function addToolbarButton(
   tracker: INotebookTracker,
   toolbarRegistry: IToolbarWidgetRegistry | null
 ): void {
-  const create = (panel: NotebookPanel) => {
+  addToolbarItem(tracker, toolbarRegistry, TOOLBAR_ITEM, panel => {
     const connection = ctx.manager.get(panel);
     return exportButton(connection, () => {
       if (connection.available) {
         void exportNotebook(ctx, connection);
       }
     });
-  };
-  if (toolbarRegistry) {
-    // Placed by the "jupyter.lab.toolbars" entry of schema/plugin.json.
-    toolbarRegistry.addFactory<NotebookPanel>('Notebook', TOOLBAR_ITEM, create);
-  } else {
-    tracker.widgetAdded.connect((_, panel) => {
-      panel.toolbar.addItem(TOOLBAR_ITEM, create(panel));
-    });
-  }
-}
-
-function addUndo(
-  app: JupyterFrontEnd,
-  manager: ConnectionManager,
-  tracker: INotebookTracker,
-  palette: ICommandPalette | null,
-  toolbarRegistry: IToolbarWidgetRegistry | null
-): void {
-  const current = () =>
-    manager.current?.available === true ? manager.current : null;
-  app.commands.addCommand(UNDO_COMMAND, {
-    label: 'Undo Last Instruction',
-    caption:
-      'Forget the last instruction and roll back the variables and files its code changed',
-    isEnabled: () => current() !== null,
-    execute: () => {
-      const connection = current();
-      return connection ? undoAndNotify(connection) : undefined;
-    }
   });
-  manager.changed.connect(() => app.commands.notifyCommandChanged(UNDO_COMMAND));
-  palette?.addItem({ command: UNDO_COMMAND, category: PALETTE_CATEGORY });
-  const create = (panel: NotebookPanel) => {
-    const connection = manager.get(panel);
-    return undoButton(connection, () => {
-      if (connection.available) {
-        void undoAndNotify(connection);
-      }
-    });
-  };
-  if (toolbarRegistry) {
-    toolbarRegistry.addFactory<NotebookPanel>('Notebook', UNDO_TOOLBAR_ITEM, create);
-  } else {
-    tracker.widgetAdded.connect((_, panel) => {
-      panel.toolbar.addItem(UNDO_TOOLBAR_ITEM, create(panel));
-    });
-  }
 }
 
 function addStatusItem(

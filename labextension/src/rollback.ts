@@ -46,5 +46,10 @@ export function undoSummary(text: string): { short: string; warn: boolean } {
   if (warn) {
     short += ' Some things could not be restored: see Details.';
   }
-  return { short: short.length > 140 ? short.slice(0, 137) + '…' : short, warn };
+  return { short: clip(short), warn };
+}
+
+/** A line cut to a notification's length (140 characters, an ellipsis at the cut). */
+export function clip(line: string): string {
+  return line.length > 140 ? line.slice(0, 137) + '…' : line;
 }

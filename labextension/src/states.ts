@@ -5,22 +5,18 @@
  * under `%%oi`) without adding a cell; its answer is shown as a notification.
  */
 
-import { JupyterFrontEnd } from '@jupyterlab/application';
-import {
-  Dialog,
-  ICommandPalette,
-  IToolbarWidgetRegistry,
-  Notification,
-  showDialog
-} from '@jupyterlab/apputils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import type { KernelMessage } from '@jupyterlab/services';
+import { Dialog } from '@jupyterlab/apputils';
 import { historyIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { OIConnection } from './connection';
-import { ConnectionManager } from './manager';
-import { replyText } from './rollback';
+import {
+  IKernelAction,
+  notifyAnswer,
+  notifyFailure,
+  runInKernel
+} from './kernelaction';
+import { clip } from './rollback';
 import { IStateRow, parseStates, statesPrefix } from './statestext';
 import { kernelToolbarButton } from './widgets';
 
@@ -28,30 +24,12 @@ export const STATES_COMMAND = 'oi-kernel:states';
 export const STATES_TOOLBAR_ITEM = 'oi-kernel-states';
 
 /** Run one command line in the notebook's kernel; its answer as text. */
-export async function runLine(
-  connection: OIConnection,
-  line: string
-): Promise<string> {
-  const kernel = connection.panel.sessionContext.session?.kernel;
-  if (!kernel) {
-    throw new Error('The notebook has no running kernel.');
-  }
-  const messages: KernelMessage.IIOPubMessage[] = [];
-  const future = kernel.requestExecute({
-    code: statesPrefix(connection.status?.kernel) + line,
-    silent: false,
-    store_history: false,
-    allow_stdin: false
-  });
-  future.onIOPub = msg => {
-    messages.push(msg);
-  };
-  const reply = await future.done;
-  const text = replyText(messages);
-  if (reply.content.status !== 'ok') {
-    throw new Error(text || `${line} failed.`);
-  }
-  return text;
+export function runLine(connection: OIConnection, line: string): Promise<string> {
+  return runInKernel(
+    connection,
+    statesPrefix(connection.status?.kernel) + line,
+    `${line} failed.`
+  );
 }
 
 type Action = { verb: 'save' | 'restore' | 'drop'; name: string } | null;
@@ -136,29 +114,13 @@ export async function showStates(connection: OIConnection): Promise<void> {
       return;
     }
     const text = await runLine(connection, `state ${action.verb} ${action.name}`);
-    const warn = /not restored/i.test(text);
-    const short = text.split('\n')[0];
-    (warn ? Notification.warning : Notification.info)(
-      short.length > 140 ? short.slice(0, 137) + '…' : short,
-      {
-        autoClose: warn ? false : 10000,
-        actions: [
-          {
-            label: 'Details',
-            callback: () =>
-              void showDialog({
-                title: `State ${action.name}`,
-                body: text,
-                buttons: [Dialog.okButton()]
-              })
-          }
-        ]
-      }
+    notifyAnswer(
+      text,
+      { short: clip(text.split('\n')[0]), warn: /not restored/i.test(text) },
+      `State ${action.name}`
     );
   } catch (error) {
-    Notification.error(String((error as Error).message ?? error), {
-      autoClose: false
-    });
+    notifyFailure(error);
   }
 }
 
@@ -174,46 +136,12 @@ export function statesButton(connection: OIConnection, onClick: () => void) {
   });
 }
 
-/** The command, its palette entry and the toolbar button (beside Undo). */
-export function addStates(
-  app: JupyterFrontEnd,
-  manager: ConnectionManager,
-  tracker: INotebookTracker,
-  palette: ICommandPalette | null,
-  toolbarRegistry: IToolbarWidgetRegistry | null
-): void {
-  const current = () =>
-    manager.current?.available === true ? manager.current : null;
-  app.commands.addCommand(STATES_COMMAND, {
-    label: 'Named States…',
-    caption: 'Save the variables and files as a named state, or go back to one',
-    isEnabled: () => current() !== null,
-    execute: () => {
-      const connection = current();
-      return connection ? showStates(connection) : undefined;
-    }
-  });
-  manager.changed.connect(() =>
-    app.commands.notifyCommandChanged(STATES_COMMAND)
-  );
-  palette?.addItem({ command: STATES_COMMAND, category: 'Open Interpreter' });
-  const create = (panel: NotebookPanel) => {
-    const connection = manager.get(panel);
-    return statesButton(connection, () => {
-      if (connection.available) {
-        void showStates(connection);
-      }
-    });
-  };
-  if (toolbarRegistry) {
-    toolbarRegistry.addFactory<NotebookPanel>(
-      'Notebook',
-      STATES_TOOLBAR_ITEM,
-      create
-    );
-  } else {
-    tracker.widgetAdded.connect((_, panel) => {
-      panel.toolbar.addItem(STATES_TOOLBAR_ITEM, create(panel));
-    });
-  }
-}
+/** The command, its palette entry and the toolbar button beside Undo (`addKernelAction`). */
+export const STATES_ACTION: IKernelAction = {
+  command: STATES_COMMAND,
+  toolbarItem: STATES_TOOLBAR_ITEM,
+  label: 'Named States…',
+  caption: 'Save the variables and files as a named state, or go back to one',
+  run: showStates,
+  button: statesButton
+};

@@ -5,68 +5,38 @@
  * back and what could not be) as a notification.
  */
 
-import {
-  Dialog,
-  Notification,
-  ToolbarButton,
-  showDialog
-} from '@jupyterlab/apputils';
-import type { KernelMessage } from '@jupyterlab/services';
+import { ToolbarButton } from '@jupyterlab/apputils';
 import { undoIcon } from '@jupyterlab/ui-components';
 
 import { OIConnection } from './connection';
-import { replyText, undoCode, undoSummary } from './rollback';
+import {
+  IKernelAction,
+  notifyAnswer,
+  notifyFailure,
+  runInKernel
+} from './kernelaction';
+import { undoCode, undoSummary } from './rollback';
 import { kernelToolbarButton } from './widgets';
 
 export const UNDO_COMMAND = 'oi-kernel:undo-last';
 export const UNDO_TOOLBAR_ITEM = 'oi-kernel-undo';
 
 /** Run the undo in the notebook's kernel; resolves with the kernel's answer. */
-export async function undoLast(connection: OIConnection): Promise<string> {
-  const kernel = connection.panel.sessionContext.session?.kernel;
-  if (!kernel) {
-    throw new Error('The notebook has no running kernel.');
-  }
-  const messages: KernelMessage.IIOPubMessage[] = [];
-  const future = kernel.requestExecute({
-    code: undoCode(connection.status?.kernel),
-    silent: false,
-    store_history: false,
-    allow_stdin: false
-  });
-  future.onIOPub = msg => {
-    messages.push(msg);
-  };
-  const reply = await future.done;
-  const text = replyText(messages);
-  if (reply.content.status !== 'ok') {
-    throw new Error(text || 'The undo failed.');
-  }
-  return text;
+export function undoLast(connection: OIConnection): Promise<string> {
+  return runInKernel(
+    connection,
+    undoCode(connection.status?.kernel),
+    'The undo failed.'
+  );
 }
 
 /** Undo and tell the user what happened. */
 export async function undoAndNotify(connection: OIConnection): Promise<void> {
   try {
     const text = (await undoLast(connection)) || 'Undone.';
-    const { short, warn } = undoSummary(text);
-    const details = {
-      label: 'Details',
-      callback: () =>
-        void showDialog({
-          title: 'Undo last instruction',
-          body: text,
-          buttons: [Dialog.okButton()]
-        })
-    };
-    (warn ? Notification.warning : Notification.info)(short, {
-      autoClose: warn ? false : 10000,
-      actions: [details]
-    });
+    notifyAnswer(text, undoSummary(text), 'Undo last instruction');
   } catch (error) {
-    Notification.error(String((error as Error).message ?? error), {
-      autoClose: false
-    });
+    notifyFailure(error);
   }
 }
 
@@ -84,3 +54,14 @@ export function undoButton(
     onClick
   });
 }
+
+/** The command, its palette entry and the toolbar button (`addKernelAction`). */
+export const UNDO_ACTION: IKernelAction = {
+  command: UNDO_COMMAND,
+  toolbarItem: UNDO_TOOLBAR_ITEM,
+  label: 'Undo Last Instruction',
+  caption:
+    'Forget the last instruction and roll back the variables and files its code changed',
+  run: undoAndNotify,
+  button: undoButton
+};

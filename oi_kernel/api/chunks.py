@@ -11,6 +11,7 @@ from oi_kernel.core.answer_check import marks_plain
 from oi_kernel.core.changes import change_lines
 from oi_kernel.core.output_text import outputs_to_text
 from oi_kernel.core.types import Turn, Usage
+from oi_kernel.core.values import thaw
 
 _FULL = 10**9  # outputs_to_text limits for chunks: the caller gets everything
 
@@ -83,7 +84,7 @@ class ClaimsChunk:
     asked: bool = False  # the first answer was sent back once (check_answers "ask-model")
 
 
-@dataclass
+@dataclass(frozen=True)
 class UsageChunk(Usage):
     """Tokens and cost of the whole instruction (cost None when unknown)."""
 
@@ -123,7 +124,7 @@ def to_chunks(event: E.Event) -> list[Chunk]:
     if isinstance(event, E.StepDone):
         record = event.record
         chunk = _output_chunk(record.index, record.status, record.outputs)
-        chunk.changes = record.changes
+        chunk.changes = thaw(record.changes)  # the caller's own copy (events are frozen)
         chunk.changes_text = "\n".join(change_lines(record.changes))
         return [chunk]
     if isinstance(event, E.Notice):
@@ -142,7 +143,7 @@ def _output_chunk(
     step: int, status: str, outputs: list[dict[str, Any]], note: str = ""
 ) -> OutputChunk:
     text = outputs_to_text(outputs, max_chars=_FULL, max_error_chars=_FULL)
-    return OutputChunk(step, status, outputs, "\n".join(t for t in (text, note) if t))
+    return OutputChunk(step, status, thaw(outputs), "\n".join(t for t in (text, note) if t))
 
 
 def _turn_chunks(turn: Turn) -> list[Chunk]:

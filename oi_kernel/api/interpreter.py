@@ -43,6 +43,7 @@ from oi_kernel.api.chunks import (  # the chunk types are part of this module's 
     _output_chunk,
     to_chunks,
 )
+from oi_kernel.api.commands import said
 from oi_kernel.api.loop import SHUTDOWN_TIMEOUT_S, Job, LoopThread
 from oi_kernel.api.states import States
 from oi_kernel.approval.approvers import CallbackApprover, RefuseApprover
@@ -320,18 +321,9 @@ class Interpreter:
         order; steps flagged for the network, deletion or installs ask ``approve`` again; the
         first failing step stops it). ``dry_run`` only lists the steps. Returns what it
         restored, skipped and why, in words (Markdown), as ``%rebuild`` shows it."""
-        from oi_kernel.session.commands import CommandContext
         from oi_kernel.session.rebuild import rebuild
 
-        self._check_idle()
-        said: list[str] = []
-        ctx = CommandContext(self.session, said.append, lambda: lambda event: None)
-        self._busy = True
-        try:
-            self._res.loop.call(rebuild(ctx, dry_run))
-        finally:
-            self._busy = False
-        return "\n\n".join(said)
+        return said(self, lambda ctx: rebuild(ctx, dry_run))
 
     def reset(self) -> None:
         """Forget the conversation; Python variables are kept (see ``restart``)."""

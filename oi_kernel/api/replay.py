@@ -152,7 +152,7 @@ def _replay_turn(
 def _replay_direct(it: Any, record: DirectRecord, roots: list[str]) -> StepCheck:
     code = record.code
     result = it.run_code(code)
-    new = StepRecord(0, CodeBlock("python", code), Decision("run", code), outputs=result.outputs)
-    new.status = result.status  # type: ignore[assignment]
+    new = StepRecord(0, CodeBlock("python", code), Decision("run", code),
+                     result.status, result.outputs)  # type: ignore[arg-type]
     status, detail = compare_step(record, new, roots)
     return StepCheck(None, "direct", status, detail)

@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from oi_kernel.api.commands import said
+
+if TYPE_CHECKING:
+    from oi_kernel.session.commands import CommandContext
 
 
 class States:
@@ -47,16 +52,10 @@ class States:
 
     def _command(self, line: str) -> str:
         """Run a line command as the kernel's ``%`` commands do; what it said."""
-        from oi_kernel.session.commands import CommandContext, run_command
+        from oi_kernel.session.commands import run_command
 
-        it = self._it
-        it._check_idle()
-        self._states()  # (registers the state commands)
-        said: list[str] = []
-        ctx = CommandContext(it.session, said.append, lambda: lambda event: None)
-        it._busy = True
-        try:
-            it._res.loop.call(run_command(ctx, line))
-        finally:
-            it._busy = False
-        return "\n\n".join(said)
+        def step(ctx: CommandContext) -> Any:
+            self._states()  # (registers the state commands)
+            return run_command(ctx, line)
+
+        return said(self._it, step)

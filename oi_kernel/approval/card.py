@@ -26,6 +26,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from oi_kernel.approval.card_preview import CardPreview
@@ -306,14 +307,15 @@ class ApprovalCard:
         publish("display_data", {"data": data, "metadata": {},
                                  "transient": {"display_id": self.display_id}})
 
-    def finish(self, publish: Publish, decision: Decision) -> None:
-        """Replace the card by its static record and release the widgets."""
+    def finish(self, publish: Publish, decision: Decision) -> Decision:
+        """Replace the card by its static record and release the widgets; the decision,
+        with where it is shown (``Decision.shown``)."""
         record = record_html(self.request, decision)
         plain = record_plain(self.request, decision)
         publish("update_display_data", {
             "data": {"text/html": record, "text/plain": plain}, "metadata": {},
             "transient": {"display_id": self.display_id}})
-        decision.shown = {"display_id": self.display_id, "html": record, "plain": plain}
+        shown = {"display_id": self.display_id, "html": record, "plain": plain}
         _PENDING.pop(self.display_id, None)
         outcome = {"state": "decided", "label": decision.label, "by": decision.by,
                    "html": record, "step": self.request.step}
@@ -326,6 +328,7 @@ class ApprovalCard:
             except Exception:  # a frontend that went away must not break the turn
                 pass
         _close_tree(self.root)
+        return replace(decision, shown=shown)
 
 
 # ---------------------------------------------------------------------------- shared cards
@@ -450,5 +453,4 @@ class WidgetApprover:
         except asyncio.CancelledError:
             card.finish(self.publish, Decision("stop", reason="interrupted", by="interrupt"))
             raise
-        card.finish(self.publish, decision)
-        return decision
+        return card.finish(self.publish, decision)

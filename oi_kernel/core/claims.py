@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from oi_kernel.core.numbers import Written, numbers_in, output_numbers, prose_numbers
+from oi_kernel.core.values import freeze
 
 MAX_CLAIMS = 400  # numbers traced per answer; more are named as not traced, and why
 TIME_LIMIT_S = 0.25  # matching stops here (a 2,000-word session takes ~1 ms)
@@ -77,6 +78,9 @@ class Check:
     claims: list[Claim] = field(default_factory=list)
     note: str = ""  # tracing stopped early, or outputs were cut
     quoted: int = 0  # numbers left out as the user's own
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "claims", freeze(self.claims))
 
     @property
     def untraced(self) -> list[Claim]:

@@ -16,7 +16,7 @@ import json
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Any
 
@@ -281,8 +281,7 @@ def blocks_from_tool_calls(
                 + unknown_hint
             )
             continue
-        block.tool_call_id = call.id
-        blocks.append(block)
+        blocks.append(replace(block, tool_call_id=call.id))
     return blocks, problems
 
 

@@ -13,7 +13,8 @@ assembled in ``oi_kernel.session.assembly``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Instance
@@ -52,7 +53,7 @@ from oi_kernel.core.replies import (
     images_of,
 )
 from oi_kernel.core.rollback import Rollback
-from oi_kernel.core.settings import EngineSettings
+from oi_kernel.core.settings import EngineSettings, TurnSettings, freeze
 from oi_kernel.core.small_model import Draft, ModelPolicy, policy_for
 from oi_kernel.core.step_seams import offered_languages
 from oi_kernel.core.steps import NOT_REACHED, StepRunner
@@ -109,10 +110,11 @@ class Engine(EngineSettings):
         self.known_safe_denied: list[str] = []
         self.profile_state: Any = None  # the active profile and %instructions (session.profile_state)
         self.conversation = Conversation()
-        self.rollback = Rollback(self, executor, self.publish, log=self.log,
+        self._turn_settings: TurnSettings | None = None  # the running turn's (``settings``)
+        self.rollback = Rollback(self.settings, executor, self.publish, log=self.log,
                                  conversation=self.conversation, undo=self.undo,
                                  log_path=lambda: getattr(self.recorder, "path", None))
-        self.steps = StepRunner(self, executor, approver, llm, self.publish,
+        self.steps = StepRunner(self.settings, executor, approver, llm, self.publish,
                                 toolbox=self.toolbox, tool_settings=self.tool_settings,
                                 secrets=self.secrets, rollback=self.rollback, log=self.log,
                                 author=author)
@@ -125,11 +127,20 @@ class Engine(EngineSettings):
     def auto_run(self) -> bool:
         return self.approval == "never"
 
+    def settings(self) -> TurnSettings:
+        """The settings the running turn resolved when it started (frozen: a change by
+        ``%config``, a command or the policy applies to the next turn); outside a turn, the
+        settings now. The loop and its parts read only this during a turn."""
+        return self._turn_settings or freeze(self)
+
     @property
     def policy(self) -> ModelPolicy:
-        """How the loop treats the model (small ones get help); made again when it changes kind."""
-        if self._model_policy is None or self._model_policy.small != self.llm.is_small_model:
-            self._model_policy = policy_for(self.llm, self)
+        """How the loop treats the model with ``settings()`` (small ones get help); made
+        again when the model changes kind or the settings change."""
+        settings, cached = self.settings(), self._model_policy
+        if (cached is None or cached.small != self.llm.is_small_model
+                or cached.settings != settings):
+            self._model_policy = policy_for(self.llm, settings, self.turns)
         return self._model_policy
 
     def check_ready(self) -> None:
@@ -143,15 +154,7 @@ class Engine(EngineSettings):
         """Record an event outside a turn's sink (a step interrupted, a checkpoint kept, the
         conversation reset): folded into the latest of ``turns``, then recorded."""
         self._fold(event)
-        self._record(event)
-
-    def _record(self, event: Event) -> None:
-        """The session log records ``event``; a failing log never breaks a turn."""
-        if self.recorder is not None:
-            try:
-                self.recorder(event)
-            except Exception:
-                self.log.exception("session log write failed")
+        _record(self, event)
 
     def tee(self, emit: EventSink, turn: Turn | None = None) -> EventSink:
         """A turn's sink: each event is folded into ``turn`` (the loop's own record of it;
@@ -161,7 +164,7 @@ class Engine(EngineSettings):
 
         def out(event: Event) -> None:
             fold(event)
-            self._record(event)
+            _record(self, event)
             emit(event)
 
         return with_context(out, context_of(emit))
@@ -181,7 +184,7 @@ class Engine(EngineSettings):
 
     def offered_languages(self) -> list[str]:
         """The available languages, limited to ``languages`` when that is set."""
-        return offered_languages(self.languages)
+        return offered_languages(self.settings().languages)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -202,14 +205,14 @@ class Engine(EngineSettings):
 
     def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
         """The messages of the next LLM request: system prompt, then the conversation."""
-        policy = self.policy
+        policy, settings = self.policy, self.settings()
         system = prompts.system_prompt(
             use_tools=use_tools,
             languages=self.offered_languages(),
             cwd=self.executor.cwd,
-            extra=self.custom_instructions,
+            extra=settings.custom_instructions,
             small_model=policy.small,
-            base=self.system_message,
+            base=settings.system_message,
         )
         if not use_tools and (self.toolbox.providers or self.toolbox.functions):
             system += prompts.markdown_tools(self.toolbox.prompt_list())  # (not for edit_cell alone)
@@ -221,10 +224,11 @@ class Engine(EngineSettings):
 
     def budget_tokens(self) -> int:
         """The context budget for the next request, in tokens."""
-        if self.context_budget > 0:
-            return self.context_budget
+        settings = self.settings()
+        if settings.context_budget > 0:
+            return settings.context_budget
         window = self.llm.context_window() or 32_000
-        return max(2_000, window - self.reply_reserve)
+        return max(2_000, window - settings.reply_reserve)
 
     def tool_budget_tokens(self) -> int:
         """How many tokens of tool definitions (beyond ``execute``) a request may carry."""
@@ -252,45 +256,47 @@ class Engine(EngineSettings):
     async def run_turn(self, instruction: str, emit: EventSink, context: str = "") -> Turn:
         """Carry out one instruction; returns its record. Cancellation = interrupt.
         ``context``: what the front door knows around the instruction (``%%oi``: the notebook's
-        recent cells), sent to the model with it but not part of the turn's instruction."""
+        recent cells), sent to the model with it but not part of the turn's instruction.
+        The turn reads one frozen settings object (``settings()``), resolved here."""
         self.llm.check_configured()
         self.check_ready()
-        if len(instruction) > self.max_instruction_chars:
-            raise InstructionTooLongError(len(instruction), self.max_instruction_chars)
-        # before the turn exists: an interrupt here is clean
-        note = await _namespace_note(self.executor, self.log)
-        turn, emit = self._start_turn(instruction, emit)
-        self.conversation.start_turn(instruction + context + note)
-        reason, final_text = "", ""
-        try:
-            reason, final_text = await self._loop(turn, emit)
-            if reason == "done":
-                final_text = await settle_answer(self.check_answers, self.turns, turn,
-                                                 final_text, emit, self._asker(turn, emit))
-        except asyncio.CancelledError:
-            reason = "interrupted"
-            self.conversation.close_open_tool_calls(
-                "The user interrupted this step; it did not finish.")
-            raise
-        except LLMError as exc:
-            reason = "llm_error"
-            self.conversation.close_open_tool_calls("The step did not run.")
-            if exc.partial_text:
-                self.conversation.append({"role": "assistant", "content": exc.partial_text})
-            raise
-        except ApprovalUnavailableError:
-            reason = "approval_unavailable"
-            self.conversation.close_open_tool_calls(
-                "The user could not be asked; the code was not run.")
-            raise
-        except Exception as exc:  # e.g. the child kernel did not start: keep the conversation valid
-            reason = "error"
-            self.conversation.close_open_tool_calls(f"The step did not run: {exc}")
-            raise
-        finally:
-            self.rollback.settle_checkpoint()  # asked for early and not used: let go
-            emit(TurnDone(turn, reason, final_text))
-        return turn
+        with _settings_of_turn(self) as settings:
+            if len(instruction) > settings.max_instruction_chars:
+                raise InstructionTooLongError(len(instruction), settings.max_instruction_chars)
+            # before the turn exists: an interrupt here is clean
+            note = await _namespace_note(self.executor, self.log)
+            turn, emit = self._start_turn(instruction, emit)
+            self.conversation.start_turn(instruction + context + note)
+            reason, final_text = "", ""
+            try:
+                reason, final_text = await self._loop(turn, emit)
+                if reason == "done":
+                    final_text = await settle_answer(settings.check_answers, self.turns, turn,
+                                                     final_text, emit, self._asker(turn, emit))
+            except asyncio.CancelledError:
+                reason = "interrupted"
+                self.conversation.close_open_tool_calls(
+                    "The user interrupted this step; it did not finish.")
+                raise
+            except LLMError as exc:
+                reason = "llm_error"
+                self.conversation.close_open_tool_calls("The step did not run.")
+                if exc.partial_text:
+                    self.conversation.append({"role": "assistant", "content": exc.partial_text})
+                raise
+            except ApprovalUnavailableError:
+                reason = "approval_unavailable"
+                self.conversation.close_open_tool_calls(
+                    "The user could not be asked; the code was not run.")
+                raise
+            except Exception as exc:  # e.g. the child kernel did not start: keep the conversation valid
+                reason = "error"
+                self.conversation.close_open_tool_calls(f"The step did not run: {exc}")
+                raise
+            finally:
+                self.rollback.settle_checkpoint()  # asked for early and not used: let go
+                emit(TurnDone(turn, reason, final_text))
+            return turn
 
     def _asker(self, turn: Turn, emit: EventSink) -> Callable[[str], Awaitable[str]]:
         """Sends ``message`` to the model within the turn; returns its new answer."""
@@ -308,11 +314,12 @@ class Engine(EngineSettings):
         await self.llm.prepare()  # litellm imported, the model's server asked (small or not)
         if notice := self.llm.take_notice():
             emit(Notice(notice))
-        policy = self.policy
+        policy, settings = self.policy, self.settings()
         run_all = False
         drafts: list[Draft] = []  # this reply's drafts set aside so far (small models)
         for call in range(1, policy.step_limit() + 1):
-            if notice := cap_notice(_caps(self), turn.usage, self.usage, self.cap_sources):
+            if notice := cap_notice(_caps(settings), turn.usage, self.usage,
+                                 settings.cap_sources):
                 emit(Notice(notice, "warning"))
                 return "cap", ""
             reply, blocks, problems = await self._ask(turn, call, emit, policy, len(drafts))
@@ -457,7 +464,7 @@ class Engine(EngineSettings):
                 emit(Notice(CUT_BLOCK_NOTICE, "warning"))
         if feedback:  # markdown mode: one user message with every result
             self.conversation.append({"role": "user", "content": "\n\n".join(feedback)})
-        images = images_of(records)[: self.max_images]
+        images = images_of(records)[: self.settings().max_images]
         if images and self.llm.supports_vision():  # (others read the '[image ...]' text)
             self.conversation.append(images_message(images))
         return run_all, stop
@@ -470,27 +477,28 @@ class Engine(EngineSettings):
         approval and execution, without the LLM; the conversation is not changed; the steps
         are a turn (``log_fields`` go in its turn_start). ``reask``: see ``run_step``;
         ``stop_on_failure``: a step that does not end "ok" ends the turn there."""
-        turn, emit = self._start_turn(title, emit, log_fields)
-        run_all, reason = False, ""
-        try:
-            for index, block in enumerate(blocks, 1):
-                end = await self.steps.run_step(turn, index, block, run_all, emit, reask)
-                run_all = end.run_all
-                failed = stop_on_failure and end.record.status not in ("ok", "skipped")
-                if end.stop or failed:
-                    reason = "stopped"
-                    break
-            else:
-                reason = "done"
-        except asyncio.CancelledError:
-            reason = "interrupted"
-            raise
-        except ApprovalUnavailableError:
-            reason = "approval_unavailable"
-            raise
-        finally:
-            emit(TurnDone(turn, reason))
-        return turn
+        with _settings_of_turn(self):
+            turn, emit = self._start_turn(title, emit, log_fields)
+            run_all, reason = False, ""
+            try:
+                for index, block in enumerate(blocks, 1):
+                    end = await self.steps.run_step(turn, index, block, run_all, emit, reask)
+                    run_all = end.run_all
+                    failed = stop_on_failure and end.record.status not in ("ok", "skipped")
+                    if end.stop or failed:
+                        reason = "stopped"
+                        break
+                else:
+                    reason = "done"
+            except asyncio.CancelledError:
+                reason = "interrupted"
+                raise
+            except ApprovalUnavailableError:
+                reason = "approval_unavailable"
+                raise
+            finally:
+                emit(TurnDone(turn, reason))
+            return turn
 
 async def _namespace_note(executor: Executor, log: Any) -> str:
     """The user's variables, from executors that share the user's namespace (``%%oi``)."""
@@ -502,7 +510,28 @@ async def _namespace_note(executor: Executor, log: Any) -> str:
     return f"\n\n[Variables in the user's namespace]\n{text}" if text.strip() else ""
 
 
-def _caps(settings: EngineSettings) -> Caps:
+@contextmanager
+def _settings_of_turn(engine: Engine) -> Iterator[TurnSettings]:
+    """The engine's settings resolved once, frozen for the turn run inside this block (a
+    turn run within a turn, such as the answer check's, keeps the outer one's)."""
+    outer = engine._turn_settings
+    engine._turn_settings = outer or freeze(engine)
+    try:
+        yield engine._turn_settings
+    finally:
+        engine._turn_settings = outer
+
+
+def _record(engine: Engine, event: Event) -> None:
+    """The session log records ``event``; a failing log never breaks a turn."""
+    if engine.recorder is not None:
+        try:
+            engine.recorder(event)
+        except Exception:
+            engine.log.exception("session log write failed")
+
+
+def _caps(settings: TurnSettings) -> Caps:
     """The token and cost caps of a turn and of the session."""
     return Caps(settings.max_tokens_per_turn, settings.max_cost_per_turn,
                 settings.max_tokens_per_session, settings.max_cost_per_session)

@@ -29,12 +29,32 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from oi_kernel.core.recorded import Recorded, step_of, tool_fields, usage_fields  # noqa: F401
-from oi_kernel.core.types import ApprovalRequest, CodeBlock, Reply, StepRecord, Turn, code_hash
+from oi_kernel.core.recorded import (  # noqa: F401
+    Recorded,
+    block_of,
+    decision_of,
+    reply_of,
+    rest,
+    set_step,
+    step_of,
+    tool_fields,
+    tool_of,
+    usage_fields,
+)
+from oi_kernel.core.types import (
+    ApprovalRequest,
+    CodeBlock,
+    Reply,
+    StepRecord,
+    Turn,
+    Usage,
+    code_hash,
+)
+from oi_kernel.core.values import FrozenDict
 
 if TYPE_CHECKING:
     from oi_kernel.core.claims import Check
@@ -70,7 +90,7 @@ class ReplyDone(Recorded):
                           " never the answer)")
     step: int
     reply: Reply
-    blocks: list[CodeBlock]
+    blocks: tuple[CodeBlock, ...]
     turn: int = 0
 
     def to_record(self) -> dict[str, Any]:
@@ -80,6 +100,11 @@ class ReplyDone(Recorded):
                 "usage": usage_fields(reply.usage), "latency_s": round(reply.latency_s, 4),
                 "finish_reason": reply.finish_reason,
                 **({"reasoning": reply.reasoning} if reply.reasoning else {})}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> ReplyDone:
+        """(``blocks`` are not recorded: they are found again in the reply's text.)"""
+        return cls(fields["step"], reply_of(fields), (), fields.get("turn", 0))
 
     def fold(self, turn: Turn) -> None:
         turn.llm_calls += 1
@@ -124,10 +149,9 @@ class Decided(Recorded):
 
     def fold(self, turn: Turn) -> None:
         told = self.record
-        step = step_of(turn, told.index, told.block)
-        step.decision = told.decision
-        if told.decision is None or told.decision.action != "run":  # the step ends here
-            step.status, step.feedback = told.status, told.feedback
+        ends = told.decision is None or told.decision.action != "run"  # the step ends here
+        set_step(turn, told.index, told.block, decision=told.decision,
+                 **({"status": told.status, "feedback": told.feedback} if ends else {}))
 
     def to_record(self) -> dict[str, Any] | None:
         decision, request = self.record.decision, self.request
@@ -140,6 +164,14 @@ class Decided(Recorded):
                 "reason": decision.reason, "by": decision.by, **tool_fields(self.tool),
                 **({"four_eyes": request.four_eyes, "author": request.author}
                    if request is not None and request.four_eyes else {})}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> Decided:
+        block, turn, step = block_of(fields), fields.get("turn", 0), fields["step"]
+        request = (ApprovalRequest(turn, step, block, author=fields.get("author", ""),
+                                   four_eyes=fields["four_eyes"])
+                   if fields.get("four_eyes") else None)
+        return cls(StepRecord(step, block, decision_of(fields)), turn, request, tool_of(fields))
 
 
 @dataclass(frozen=True)
@@ -167,7 +199,7 @@ class StepDone(Recorded):
     turn: int = 0
     block: CodeBlock | None = None
     tool: ToolSpec | None = None
-    outside: list[dict[str, Any]] = field(default_factory=list)
+    outside: tuple[Mapping[str, Any], ...] = ()
 
     def to_record(self) -> dict[str, Any] | None:
         record, block = self.record, self.block
@@ -179,11 +211,18 @@ class StepDone(Recorded):
                 "feedback": record.feedback, "changes": record.changes,
                 **tool_fields(self.tool)}
 
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> StepDone:
+        block = block_of(fields)
+        record = StepRecord(fields["step"], block, None, fields.get("status", "ok"),
+                            fields.get("outputs") or (), fields.get("feedback", ""),
+                            fields.get("duration_s") or 0.0, fields.get("changes"))
+        return cls(record, fields.get("turn", 0), block, tool_of(fields))
+
     def fold(self, turn: Turn) -> None:
         told = self.record
-        step = step_of(turn, told.index, told.block)
-        step.status, step.outputs, step.feedback = told.status, told.outputs, told.feedback
-        step.duration_s, step.changes = told.duration_s, told.changes
+        set_step(turn, told.index, told.block, status=told.status, outputs=told.outputs,
+                 feedback=told.feedback, duration_s=told.duration_s, changes=told.changes)
         turn.untrusted += [{"step": told.index, **source, "read": False}
                            for source in self.outside]
 
@@ -210,6 +249,13 @@ class GuardStopped(Recorded):
 
     def to_record(self) -> dict[str, Any]:
         return {"turn": self.turn, "step": self.step, **self.stop.record()}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> GuardStopped:
+        from oi_kernel.core.guard import GuardStop
+
+        return cls(fields["turn"], fields["step"], GuardStop(
+            fields.get("stops") or (), fields.get("limit", ""), fields.get("limit_text", "")))
 
 
 @dataclass(frozen=True)
@@ -239,6 +285,13 @@ class TurnDone(Recorded):
         return {"turn": turn.index, "reason": turn.end_reason or "error",
                 "steps": len(turn.steps), "usage": usage_fields(turn.usage)}
 
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> TurnDone:
+        """(The turn's steps are told by their own records: a fold of the log gives them.)"""
+        turn = Turn(fields["turn"], "", usage=Usage(**(fields.get("usage") or {})),
+                    end_reason=fields.get("reason", ""))
+        return cls(turn, turn.end_reason)
+
     def fold(self, turn: Turn) -> None:
         turn.end_reason, turn.final_text = self.reason, self.final_text
 
@@ -264,6 +317,13 @@ class AnswerChecked(Recorded):
 
     def to_record(self) -> dict[str, Any]:
         return {"answer": self.answer, "asked": self.asked, **self.check.to_dict()}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> AnswerChecked:
+        from oi_kernel.core.claims import Check
+
+        return cls(fields["turn"], Check.from_dict(dict(fields)), fields.get("answer", ""),
+                   fields.get("asked", False))
 
     def fold(self, turn: Turn) -> None:
         turn.answer_check = self.check.to_dict()
@@ -301,12 +361,16 @@ class TurnStarted(Recorded):
                           "for `%load --replay`: the saved conversation's path)")
     turn: int
     instruction: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=FrozenDict)
     conversation_index: int = 0
     started: float = field(default_factory=time.time)
 
     def to_record(self) -> dict[str, Any]:
         return {"turn": self.turn, "instruction": self.instruction, **self.fields}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> TurnStarted:
+        return cls(fields["turn"], fields["instruction"], rest(fields, "turn", "instruction"))
 
 
 # ----------------------------------------------------------------------------- the model
@@ -328,18 +392,26 @@ class LLMRequested(Recorded):
     model: str
     tools: bool
     small: bool
-    messages: list[dict[str, Any]]
+    messages: tuple[Mapping[str, Any], ...]
 
-    def to_record(self, before: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def to_record(self, before: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
         """The fields, with only the messages new since ``before`` (the request logged
         before, when this one starts with it)."""
-        messages = self.messages
+        messages, before = self.messages, tuple(before or ())
         if before and len(before) <= len(messages) and messages[: len(before)] == before:
             sent = {"messages_before": len(before), "messages": messages[len(before):]}
         else:
             sent = {"messages_before": 0, "messages": messages}
         return {"turn": self.turn, "step": self.step, "model": self.model,
                 "tools": self.tools, "small": self.small, **sent}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> LLMRequested:
+        """(Only the messages the record holds: ``record.log_writer.EventReader`` joins
+        them with the ``messages_before`` of the request before.)"""
+        return cls(fields["turn"], fields["step"], fields.get("model", ""),
+                   fields.get("tools", True), bool(fields.get("small")),
+                   fields.get("messages") or ())
 
     def fold(self, turn: Turn) -> None:
         for entry in turn.untrusted:
@@ -385,12 +457,16 @@ class SampleDrawn(Recorded):
     turn: int
     step: int
     reply: Reply
-    sampling: dict[str, Any]
+    sampling: Mapping[str, Any]
 
     def to_record(self) -> dict[str, Any]:
         return {"turn": self.turn, "step": self.step, "text": self.reply.text,
                 "sampling": self.sampling, "usage": usage_fields(self.reply.usage),
                 "latency_s": round(self.reply.latency_s, 4)}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> SampleDrawn:
+        return cls(fields["turn"], fields["step"], reply_of(fields), fields.get("sampling") or {})
 
     def fold(self, turn: Turn) -> None:
         turn.samples += 1
@@ -408,7 +484,7 @@ class DraftSetAside(Recorded):
     turn: int
     step: int
     code: str
-    problems: list[str]
+    problems: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -425,7 +501,7 @@ class DraftsSampled(Recorded):
                           "`c.Engine.small_model_samples`")
     turn: int
     step: int
-    fields: dict[str, Any]
+    fields: Mapping[str, Any]
     outcome: Literal["samples", "skipped", "error"] = "samples"
 
     def written_kind(self) -> str:
@@ -433,6 +509,12 @@ class DraftsSampled(Recorded):
 
     def to_record(self) -> dict[str, Any]:
         return {"turn": self.turn, "step": self.step, **self.fields}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> DraftsSampled:
+        outcome = kind.removeprefix(cls.record_kind + "_") if kind != cls.record_kind else ""
+        return cls(fields["turn"], fields["step"], rest(fields, "turn", "step"),
+                   outcome or "samples")  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- steps
@@ -457,8 +539,8 @@ class StepReviewed(Recorded):
     turn: int
     step: int
     block: CodeBlock
-    flags: list[Flag]
-    untrusted: list[dict[str, Any]] = field(default_factory=list)
+    flags: tuple[Flag, ...]
+    untrusted: tuple[Mapping[str, Any], ...] = ()
     tool: ToolSpec | None = None
 
     def to_record(self) -> dict[str, Any]:
@@ -470,6 +552,14 @@ class StepReviewed(Recorded):
                 **({"untrusted": [{"step": u["step"], "source": u["source"], "kind": u["kind"]}
                                   for u in self.untrusted]} if self.untrusted else {}),
                 **tool_fields(self.tool)}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> StepReviewed:
+        from oi_kernel.safety.risk import Flag
+
+        return cls(fields["turn"], fields["step"], block_of(fields),
+                   tuple(Flag(**f) for f in fields.get("flags") or ()),
+                   fields.get("untrusted") or (), tool_of(fields))
 
     def fold(self, turn: Turn) -> None:
         step_of(turn, self.step, self.block)
@@ -488,7 +578,7 @@ class CellEditProposed(Recorded):
                           "[notebook context](notebook-context.md#edits-to-existing-cells))")
     turn: int
     proposal: str
-    edits: list[dict[str, Any]]
+    edits: tuple[Mapping[str, Any], ...]
 
 
 @dataclass(frozen=True)

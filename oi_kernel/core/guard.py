@@ -16,6 +16,7 @@ from typing import Any
 
 from oi_kernel.core.executor import ExecResult
 from oi_kernel.core.types import ApprovalRequest, Decision
+from oi_kernel.core.values import freeze
 from oi_kernel.safety.risk import HIGH, Flag
 
 GUARD_MODES = ("risky", "unasked", "off")
@@ -31,6 +32,9 @@ class GuardStop:
     stops: list[dict[str, str]] = field(default_factory=list)
     limit: str = ""
     limit_text: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stops", freeze(self.stops))
 
     def summary(self) -> str:
         """One line: "network connection to 10.0.0.5:443; deleting data.csv"."""

@@ -5,9 +5,11 @@ re-exports them with the turn's events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from oi_kernel.core.preview_result import PreviewResult
 from oi_kernel.core.recorded import Recorded
 
 __all__ = ["Previewed", "PreviewCompared"]
@@ -28,11 +30,17 @@ class Previewed(Recorded):
     turn: int
     step: int
     language: str
-    result: Any  # core.preview.PreviewResult
+    result: PreviewResult
 
     def to_record(self) -> dict[str, Any]:
         return {"turn": self.turn, "step": self.step, "language": self.language,
                 "code": self.result.code, **self.result.record()}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> Previewed:
+        names = ("status", "outputs", "changes", "network", "why", "duration_s", "copy")
+        result = PreviewResult(fields.get("code", ""), **{k: fields[k] for k in names if k in fields})
+        return cls(fields["turn"], fields["step"], fields.get("language", ""), result)
 
 
 @dataclass(frozen=True)
@@ -49,4 +57,4 @@ class PreviewCompared(Recorded):
     step: int
     sha256: str
     same_code: bool
-    differed: list[str] = field(default_factory=list)
+    differed: tuple[str, ...] = ()

@@ -7,9 +7,11 @@ Kept apart from ``core.events`` so that ``core.session_events`` can build on it 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self
 
-from oi_kernel.core.types import CodeBlock, StepRecord, Turn
+from oi_kernel.core.types import CodeBlock, Decision, Reply, StepRecord, ToolCall, Turn, Usage
+from oi_kernel.core.values import freeze
 
 
 class Recorded:
@@ -21,6 +23,15 @@ class Recorded:
     version: ClassVar[int] = 1  # the log format its records belong to
     doc: ClassVar[str] = ""  # its fields, as docs/session-log.md lists them (generated)
 
+    def __post_init__(self) -> None:
+        """Freeze what the event was given (lists to tuples, dicts to read-only mappings,
+        all the way down: ``core.values``), so no subscriber can change it for the others."""
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            frozen = freeze(value)
+            if frozen is not value:
+                object.__setattr__(self, f.name, frozen)
+
     def written_kind(self) -> str:
         """The kind of this event's record (``kind`` unless it writes one of ``also``)."""
         return self.record_kind
@@ -29,6 +40,17 @@ class Recorded:
         """The record's fields (None: this one is not recorded). By default the event's
         own fields, as they are."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> Self:
+        """The event a record's ``fields`` tell of (``kind``: the kind it was written
+        under; the envelope, ``v``, ``seq``, ``t``, ``session`` and ``event``, is passed
+        over). The inverse of ``to_record``: ``cls.from_record(e.to_record())`` writes the
+        same record again. By default the fields are the event's own, a missing one at its
+        default; raises ``TypeError`` when one it needs is missing (``read_event`` reports
+        it)."""
+        names = {f.name for f in dataclasses.fields(cls)} - ENVELOPE  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in fields.items() if k in names})
 
     def fold(self, turn: Turn) -> None:
         """Add what this event tells to the record of its turn (most events add nothing)."""
@@ -46,6 +68,47 @@ def tool_fields(spec: Any) -> dict[str, Any]:
             "server_tool": spec.tool}
 
 
+ENVELOPE = frozenset({"v", "seq", "t", "session", "event"})  # what every log line adds
+
+
+def rest(fields: Mapping[str, Any], *named: str) -> dict[str, Any]:
+    """A record's fields but the envelope and ``named`` (those an event holds by name)."""
+    return {k: v for k, v in fields.items() if k not in ENVELOPE and k not in named}
+
+
+def tool_of(fields: Mapping[str, Any]) -> Any:
+    """The tool a tool step's record names (``core.tools.ToolSpec``; None for code): what
+    the record keeps of it (its description and parameters are not recorded)."""
+    if not fields.get("tool"):
+        return None
+    from oi_kernel.core.tools import ToolSpec
+
+    return ToolSpec(fields["tool"], "", {}, kind=fields.get("tool_kind", "mcp"),
+                    server=fields.get("server", ""), tool=fields.get("server_tool", ""))
+
+
+def reply_of(fields: Mapping[str, Any]) -> Reply:
+    """The reply an ``llm_response`` or ``llm_sample`` record tells of."""
+    usage = fields.get("usage") or {}
+    return Reply(fields.get("text", ""), tuple(ToolCall(**c) for c in fields.get("tool_calls") or ()),
+                 Usage(**usage), latency_s=fields.get("latency_s") or 0.0,
+                 finish_reason=fields.get("finish_reason"), reasoning=fields.get("reasoning", ""))
+
+
+def decision_of(fields: Mapping[str, Any]) -> Decision:
+    """The decision a ``decision`` record tells of (by its ``action``: the label)."""
+    action, code = fields.get("action", ""), fields.get("code", "")
+    how = {"skipped": "skip", "stopped": "stop"}.get(action, "run")
+    return Decision(how, code, edited=action == "edited", reason=fields.get("reason", ""),
+                    by=fields.get("by", "user"))  # type: ignore[arg-type]
+
+
+def block_of(fields: Mapping[str, Any]) -> CodeBlock:
+    """The code a step's record holds (its language, its code, how it was recognised)."""
+    return CodeBlock(fields.get("language", ""), fields.get("code", ""),
+                     bare=bool(fields.get("recognised_as_code")), tool=fields.get("tool", ""))
+
+
 def usage_fields(usage: Any) -> dict[str, Any]:
     return dataclasses.asdict(usage)
 
@@ -58,6 +121,14 @@ def step_of(turn: Turn, index: int, block: CodeBlock) -> StepRecord:
     record = StepRecord(index=index, block=block)
     turn.steps.append(record)
     return record
+
+
+def set_step(turn: Turn, index: int, block: CodeBlock, **changes: Any) -> None:
+    """Change the turn's step ``index`` (added when this is the first event of it): step
+    records are values, so its place in ``turn.steps`` gets a changed copy."""
+    step = step_of(turn, index, block)
+    at = len(turn.steps) - 1 - turn.steps[::-1].index(step)
+    turn.steps[at] = dataclasses.replace(step, **changes)
 
 
 def recorded_classes() -> list[type[Recorded]]:

@@ -16,7 +16,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,7 +54,8 @@ class Checkpoint:
 
 
 class RollbackSettings(Protocol):
-    """The settings the rollback part reads, live (``c.Engine.*``, ``core.settings``)."""
+    """The settings the rollback part reads (``c.Engine.*``, ``core.settings``), from the
+    running turn's frozen ``TurnSettings``."""
 
     track_changes: bool
     checkpoints_enabled: bool
@@ -64,7 +65,7 @@ class RollbackSettings(Protocol):
     scan_budget_ms: float
     scan_max_files: int
     checkpoint_dir: str
-    change_ignore: list[str]
+    change_ignore: Sequence[str]
     change_ignore_gitignore: bool
 
 
@@ -75,11 +76,11 @@ class Rollback:
     instructions undo and restore forget and ``undo`` (which forgets them, reported), and
     ``log_path`` (the session log's file, never scanned; None without one)."""
 
-    def __init__(self, settings: RollbackSettings, executor: Executor, record: EventSink, *,
+    def __init__(self, settings: Callable[[], RollbackSettings], executor: Executor, record: EventSink, *,
                  log: logging.Logger, conversation: Conversation,
                  undo: Callable[[int], list[str]],
                  log_path: Callable[[], str | None] = lambda: None) -> None:
-        self.settings = settings
+        self._settings = settings  # the running turn's, frozen (``Engine.settings``)
         self.executor = executor
         self.record = record
         self.log = log
@@ -99,6 +100,12 @@ class Rollback:
         self._drops: list[int] = []
         self._abandoned: list[asyncio.Future[dict[str, Any]]] = []
 
+
+    @property
+    def settings(self) -> RollbackSettings:
+        """The settings of the running turn (resolved once when it started); outside a
+        turn (``%undo``, ``%restore``), the settings now."""
+        return self._settings()
 
     # ------------------------------------------------------------ probe calls
     def _probe_fn(self) -> Any:

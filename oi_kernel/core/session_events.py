@@ -6,10 +6,12 @@ a new child kernel, a cell run without the model, ``%rebuild``, a named state. E
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from oi_kernel.core.recorded import Recorded
+from oi_kernel.core.recorded import Recorded, rest
+from oi_kernel.core.values import FrozenDict
 
 __all__ = [
     "SessionStarted", "SessionEnded", "CheckpointKept", "RolledBack", "ConversationReset",
@@ -65,10 +67,14 @@ class CheckpointKept(Recorded):
                           "instruction's first code step")
     FIELDS: ClassVar[tuple[str, ...]] = ("id", "fork", "copy", "variables", "files", "cost_s")
     turn: int
-    info: dict[str, Any]
+    info: Mapping[str, Any]
 
     def to_record(self) -> dict[str, Any]:
         return {"turn": self.turn, **{k: self.info[k] for k in self.FIELDS if k in self.info}}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> CheckpointKept:
+        return cls(fields["turn"], {k: fields[k] for k in cls.FIELDS if k in fields})
 
 
 @dataclass(frozen=True)
@@ -81,10 +87,14 @@ class RolledBack(Recorded):
                           "(not restorable), `restored`, `removed`, `not_restored` "
                           "(files), `namespace_lost` (after a kernel restart)")
     turn: int
-    report: dict[str, Any]
+    report: Mapping[str, Any]
 
     def to_record(self) -> dict[str, Any]:
         return {"turn": self.turn, **self.report}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> RolledBack:
+        return cls(fields["turn"], rest(fields, "turn"))
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,7 @@ class ProfileApplied(Recorded):
     name: str | None
     path: str | None
     selected_by: str
-    settings: dict[str, Any]
+    settings: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -146,7 +156,7 @@ class ToolsOffered(Recorded):
 
     record_kind: ClassVar[str] = "tools_offered"
     doc: ClassVar[str] = "`functions`: the notebook functions offered to the model (`%tool`)"
-    functions: list[str]
+    functions: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -156,10 +166,14 @@ class ChildRestarted(Recorded):
     record_kind: ClassVar[str] = "child_restart"
     doc: ClassVar[str] = "`reason`"
     reason: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=FrozenDict)
 
     def to_record(self) -> dict[str, Any]:
         return {"reason": self.reason, **self.fields}
+
+    @classmethod
+    def from_record(cls, fields: Mapping[str, Any], kind: str = "") -> ChildRestarted:
+        return cls(fields["reason"], rest(fields, "reason"))
 
 
 @dataclass(frozen=True)
@@ -177,7 +191,7 @@ class DirectRun(Recorded):
     kind: str  # python or shell
     code: str
     status: str
-    outputs: list[dict[str, Any]]
+    outputs: tuple[Mapping[str, Any], ...]
     duration_s: float | None = None
 
     def to_record(self) -> dict[str, Any]:
@@ -209,8 +223,8 @@ class Rebuilt(Recorded):
     planned: int
     ran: int
     failed: str = ""
-    skipped: list[str] = field(default_factory=list)
-    files: dict[str, Any] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
+    files: Mapping[str, Any] = field(default_factory=FrozenDict)
     done: int = 0  # the plan's steps handled (ran or skipped) so far: a next rebuild goes on
 
 
@@ -233,6 +247,6 @@ class StateChanged(Recorded):
                           "save): a named state; see [rollback.md](rollback.md)")
     action: str  # "save", "restore", "drop"
     name: str
-    info: dict[str, Any] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=FrozenDict)
     mark: int = 0
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: tuple[Mapping[str, Any], ...] = ()

@@ -1,4 +1,4 @@
-"""The engine's settings: every ``c.Engine.*`` option, with its environment fallback.
+"""The engine's settings: every ``c.Engine.*`` option, with its environment variable.
 
 ``EngineSettings`` is the base class of ``Engine``, so configuration sections named
 ``Engine`` apply; a bad value is reported and the default kept (``oi_kernel.config``).
@@ -7,46 +7,39 @@ The parts the engine holds (its ``rollback``) read their settings here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import field, fields, make_dataclass
+from types import MappingProxyType
 from typing import Any
 
-from traitlets import Bool, Enum, Float, Integer, List, Unicode, default, observe, validate
+from traitlets import Bool, Enum, Float, Integer, List, Unicode, observe, validate
 from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
 from oi_kernel.core import approval_modes, change_ignore
-from oi_kernel.core.caps import env_number
 from oi_kernel.errors import OIError
 
 
 class EngineSettings(config.Remembered, LoggingConfigurable):
     """What the turn loop may do: approval policy, steps, limits, context, prompt, and what
-    change tracking and checkpoints keep."""
+    change tracking and checkpoints keep. Its environment variables (each trait's ``env``
+    tag) are read by the resolver's environment step (``config.environment_value``)."""
+
+    environment_resolved = True
 
 
     approval = Enum(
         list(approval_modes.NAMES), config=True, help=approval_modes.help_text(),
-    ).tag(env="OI_APPROVAL", env_also="OI_AUTO_RUN")
+        default_value=approval_modes.DEFAULT,
+    ).tag(env="OI_APPROVAL", env_also="OI_AUTO_RUN", env_also_value=approval_modes.AUTO_RUN)
 
-    @default("approval")
-    def _approval_default(self) -> str:
-        help_text = self.traits()["approval"].help
-        env = config.env_choice(self.trait_metadata("approval", "env"), approval_modes.NAMES,
-                                "", help=help_text)
-        if env:
-            return env
-        auto_run = config.env_flag(self.trait_metadata("approval", "env_also"), help=help_text)
-        return approval_modes.AUTO_RUN if auto_run else approval_modes.DEFAULT
 
     max_steps = Integer(
         10,
         config=True,
         help="Most LLM calls for one instruction before the turn stops. Env: OI_MAX_STEPS.",
-    ).tag(env="OI_MAX_STEPS")
+    ).tag(env="OI_MAX_STEPS", env_min=1)
 
-    @default("max_steps")
-    def _max_steps_default(self) -> int:
-        return config.env_int(self.trait_metadata("max_steps", "env"), 10, minimum=1,
-                              help=self.traits()["max_steps"].help)
 
     max_instruction_chars = Integer(
         100_000,
@@ -54,13 +47,8 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         help="Longest instruction (characters) sent to the LLM; a longer one is refused with "
         "a message before any request (about 4 characters per token: 100,000 is ~25,000 "
         "tokens). Put large data in a file and name it instead. Env: OI_MAX_INSTRUCTION_CHARS.",
-    ).tag(env="OI_MAX_INSTRUCTION_CHARS")
+    ).tag(env="OI_MAX_INSTRUCTION_CHARS", env_min=1)
 
-    @default("max_instruction_chars")
-    def _max_instruction_chars_default(self) -> int:
-        help_text = self.traits()["max_instruction_chars"].help
-        name = self.trait_metadata("max_instruction_chars", "env")
-        return config.env_int(name, 100_000, minimum=1, help=help_text)
 
 
     @validate("approval", "max_steps", "max_cost_per_session", "max_tokens_per_session")
@@ -80,12 +68,9 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         "and mark those found in no output: '23% — not in any output'), 'ask-model' (as "
         "'mark', but first send an answer with untraced numbers back to the model once to "
         "correct them or compute them in a step), 'off'. Env: OI_CHECK_ANSWERS.",
+        default_value="mark",
     ).tag(env="OI_CHECK_ANSWERS")
 
-    @default("check_answers")
-    def _check_answers_default(self) -> str:
-        return config.env_choice("OI_CHECK_ANSWERS", ["mark", "ask-model", "off"], "mark",
-                                 help=self.traits()["check_answers"].help)
 
     small_model_max_steps = Integer(
         3,
@@ -93,13 +78,8 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         help="Most LLM calls for one instruction with a small local model (local/...): its "
         "first try and the retries after an error or missing output (the lower of this and "
         "max_steps applies). Env: OI_SMALL_MODEL_MAX_STEPS.",
-    ).tag(env="OI_SMALL_MODEL_MAX_STEPS")
+    ).tag(env="OI_SMALL_MODEL_MAX_STEPS", env_min=1)
 
-    @default("small_model_max_steps")
-    def _small_model_max_steps_default(self) -> int:
-        help_text = self.traits()["small_model_max_steps"].help
-        return config.env_int(self.trait_metadata("small_model_max_steps", "env"), 3, minimum=1,
-                              help=help_text)
 
     small_model_examples = Integer(
         3,
@@ -119,20 +99,15 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
     )
 
     small_model_samples = Integer(
-        config=True,
+        12, config=True,
         help="More drafts a small model is asked for, for each reply with Python code "
         "(temperatures 0.5 and 0.8 alternately, fixed seeds; not shown): the code most drafts "
         "without visible mistakes agree on is proposed, the first draft among equals "
         "(self-consistency, see oi_kernel.core.consensus). Sampling stops as soon as the "
         "choice cannot change. Replaces the redraws. 0: propose the first draft. "
         "Env: OI_SMALL_MODEL_SAMPLES.",
-    ).tag(env="OI_SMALL_MODEL_SAMPLES")
+    ).tag(env="OI_SMALL_MODEL_SAMPLES", env_min=0)
 
-    @default("small_model_samples")
-    def _small_model_samples_default(self) -> int:
-        help_text = self.traits()["small_model_samples"].help
-        return config.env_int(self.trait_metadata("small_model_samples", "env"), 12, minimum=0,
-                              help=help_text)
 
     small_model_sample_seconds = Float(
         20.0,
@@ -158,43 +133,28 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         help="Seconds one code block may run before it is interrupted (the child kernel is "
         "restarted if it does not stop within a few seconds) and the LLM is told it timed out; "
         "0: no limit. Env: OI_STEP_TIMEOUT.",
-    ).tag(env="OI_STEP_TIMEOUT")
+    ).tag(env="OI_STEP_TIMEOUT", env_kind="number")
     max_tokens_per_turn = Integer(
         config=True, help="Most tokens (prompt + completion) one instruction may use; 0: no cap. "
         "Env: OI_MAX_TOKENS.",
-    ).tag(env="OI_MAX_TOKENS")
+    ).tag(env="OI_MAX_TOKENS", env_kind="number")
     max_cost_per_turn = Float(
         config=True, help="Most cost in USD one instruction may use (models with a known price); "
         "0: no cap. Env: OI_MAX_COST.",
-    ).tag(env="OI_MAX_COST")
+    ).tag(env="OI_MAX_COST", env_kind="number")
     max_tokens_per_session = Integer(
         config=True, help="Most tokens the whole session may use; 0: no cap. "
         "Env: OI_MAX_SESSION_TOKENS.",
-    ).tag(env="OI_MAX_SESSION_TOKENS")
+    ).tag(env="OI_MAX_SESSION_TOKENS", env_kind="number")
     max_cost_per_session = Float(
         config=True, help="Most cost in USD the whole session may use; 0: no cap. "
         "Env: OI_MAX_SESSION_COST.",
-    ).tag(env="OI_MAX_SESSION_COST")
+    ).tag(env="OI_MAX_SESSION_COST", env_kind="number")
 
-    @default("step_timeout")
-    def _step_timeout_default(self) -> float:
-        return env_number(self.trait_metadata("step_timeout", "env"))
 
-    @default("max_tokens_per_turn")
-    def _max_tokens_per_turn_default(self) -> int:
-        return int(env_number(self.trait_metadata("max_tokens_per_turn", "env")))
 
-    @default("max_cost_per_turn")
-    def _max_cost_per_turn_default(self) -> float:
-        return env_number(self.trait_metadata("max_cost_per_turn", "env"))
 
-    @default("max_tokens_per_session")
-    def _max_tokens_per_session_default(self) -> int:
-        return int(env_number(self.trait_metadata("max_tokens_per_session", "env")))
 
-    @default("max_cost_per_session")
-    def _max_cost_per_session_default(self) -> float:
-        return env_number(self.trait_metadata("max_cost_per_session", "env"))
 
     max_output_chars = Integer(
         6000, config=True, help="Characters of a step's output the LLM sees (head + tail)."
@@ -206,12 +166,8 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         "then code, then whole turns become one-line summaries); the system prompt, the current "
         "instruction and the previous turn are kept. 0: the model's input limit from litellm's "
         "model map minus reply_reserve (32,000 when unknown). Env: OI_CONTEXT_BUDGET.",
-    ).tag(env="OI_CONTEXT_BUDGET")
+    ).tag(env="OI_CONTEXT_BUDGET", env_min=0)
 
-    @default("context_budget")
-    def _context_budget_default(self) -> int:
-        return config.env_int(self.trait_metadata("context_budget", "env"), 0, minimum=0,
-                              help=self.traits()["context_budget"].help)
 
     notebook_context_cells = Integer(
         3,
@@ -221,13 +177,8 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         "error of the cell just before when it failed; secrets masked, within the context "
         "budget). `%%oi --no-context` leaves them out for one cell; 0: never. "
         "Env: OI_NOTEBOOK_CONTEXT_CELLS.",
-    ).tag(env="OI_NOTEBOOK_CONTEXT_CELLS")
+    ).tag(env="OI_NOTEBOOK_CONTEXT_CELLS", env_min=0)
 
-    @default("notebook_context_cells")
-    def _notebook_context_cells_default(self) -> int:
-        help_text = self.traits()["notebook_context_cells"].help
-        return config.env_int(self.trait_metadata("notebook_context_cells", "env"), 3,
-                              minimum=0, help=help_text)
 
     reply_reserve = Integer(
         4096, config=True, help="Tokens kept free for the reply when the budget is automatic."
@@ -288,11 +239,8 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         help="Files and folders the change summaries and checkpoints leave out, in gitignore "
         "syntax (e.g. ['*.tmp', 'scratch/', '!.config/']), besides tools' folders (.ipython, "
         ".jupyter, .cache, .git, ...; see docs/rollback.md). Env: OI_CHANGE_IGNORE "
-        "(comma-separated).").tag(env=change_ignore.ENV_VAR)
+        "(comma-separated).").tag(env=change_ignore.ENV_VAR, env_kind="patterns")
 
-    @default("change_ignore")
-    def _change_ignore_default(self) -> list[str]:
-        return change_ignore.env_patterns()
 
     change_ignore_gitignore = Bool(
         True, config=True,
@@ -307,38 +255,26 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         "environment, then asks: 'risky' (steps that run unasked because the review let them "
         "through under %approval risky), 'unasked' (every step nobody approved: auto-run and "
         "Run all too), 'off'. Steps a person approved never run guarded. Env: OI_GUARD.",
+        default_value="risky",
     ).tag(env="OI_GUARD")
 
-    @default("guard")
-    def _guard_default(self) -> str:
-        return config.env_choice(self.trait_metadata("guard", "env"), ["risky", "unasked", "off"],
-                                 "risky",
-                                 help=self.traits()["guard"].help)
 
     guard_time_limit = Float(
-        config=True,
+        60.0, config=True,
         help="Seconds a guarded step may run (a lower step_timeout wins); when it is stopped, "
         "the step is asked about and may run without this limit. 0: none. "
         "Env: OI_GUARD_TIME_LIMIT (default 60).",
-    ).tag(env="OI_GUARD_TIME_LIMIT")
+    ).tag(env="OI_GUARD_TIME_LIMIT", env_kind="number")
 
-    @default("guard_time_limit")
-    def _guard_time_limit_default(self) -> float:
-        return env_number(self.trait_metadata("guard_time_limit", "env"), 60.0)
 
     guard_memory_limit = Unicode(
-        config=True,
+        "2G", config=True,
         help="Memory a guarded step may take above what the kernel uses when it starts "
         "(e.g. '2G', '512M'; RLIMIT_AS, so threads' reserved address space counts); when it "
         "runs out, the step is asked about and may run without this limit. '0': none. "
         "Env: OI_GUARD_MEMORY_LIMIT (default 2G).",
-    ).tag(env="OI_GUARD_MEMORY_LIMIT")
+    ).tag(env="OI_GUARD_MEMORY_LIMIT", env_kind="text")
 
-    @default("guard_memory_limit")
-    def _guard_memory_limit_default(self) -> str:
-        import os
-
-        return os.environ.get(self.trait_metadata("guard_memory_limit", "env"), "2G")
 
     # --------------------------------------------------- previews (core.preview)
     preview = Enum(
@@ -349,20 +285,59 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
         "button, p at the terminal question, ACP's Preview option), 'flagged' (also every "
         "step with a risk flag is previewed before its card shows), 'off'. The "
         "administrator's policy may require 'flagged'. Env: OI_PREVIEW.",
+        default_value="on-request",
     ).tag(env="OI_PREVIEW")
 
-    @default("preview")
-    def _preview_default(self) -> str:
-        return config.env_choice(self.trait_metadata("preview", "env"),
-                                 ["off", "on-request", "flagged"], "on-request",
-                                 help=self.traits()["preview"].help)
 
     preview_timeout = Float(
-        config=True,
+        30.0, config=True,
         help="Seconds a preview may run before it is stopped (the card then says so). "
         "Env: OI_PREVIEW_TIMEOUT (default 30).",
-    ).tag(env="OI_PREVIEW_TIMEOUT")
+    ).tag(env="OI_PREVIEW_TIMEOUT", env_kind="number")
 
-    @default("preview_timeout")
-    def _preview_timeout_default(self) -> float:
-        return env_number(self.trait_metadata("preview_timeout", "env"), 30.0)
+
+
+# ------------------------------------------------ one frozen settings object per turn
+# What the administrator's policy sets on the engine besides the traits (session.policy_rules):
+# the least approval that applies even after "Run all", the preview floor, "ask" after outside
+# content, operations never known safe, and who set each session cap (for its message).
+# Each with its value when there is no policy.
+POLICY_FIELDS: tuple[tuple[str, type, Any], ...] = (
+    ("approval_floor", str, "never"), ("preview_floor", str, ""), ("untrusted_content", str, ""),
+    ("known_safe_denied", tuple, ()), ("cap_sources", Mapping, MappingProxyType({})),
+)
+_NO_POLICY = {name: value for name, _, value in POLICY_FIELDS}
+_TYPES = {"Integer": int, "Int": int, "Float": float, "Bool": bool, "List": tuple}
+
+
+def _field_type(trait: Any) -> type:
+    return _TYPES.get(type(trait).__name__, str)
+
+
+TurnSettings = make_dataclass(
+    "TurnSettings",
+    [(name, _field_type(trait))
+     for name, trait in sorted(EngineSettings.class_traits(config=True).items())]
+    + [(name, kind, field(default_factory=lambda v=value: v))
+       for name, kind, value in POLICY_FIELDS],
+    frozen=True, slots=True,
+)
+TurnSettings.__module__ = __name__
+TurnSettings.__doc__ = (
+    "The engine's settings as one turn reads them: every ``c.Engine.*`` trait and what the "
+    "administrator's policy set (``POLICY_FIELDS``), resolved once when the turn starts "
+    "(``freeze``) and never changed while it runs (lists are tuples, the dict a read-only "
+    "mapping). A change by ``%config``, a command or the policy applies to the next turn.")
+
+
+def freeze(settings: Any) -> Any:
+    """The ``TurnSettings`` of ``settings`` (the engine) now."""
+    values = {}
+    for item in fields(TurnSettings):
+        value = getattr(settings, item.name, _NO_POLICY.get(item.name))
+        if isinstance(value, list):
+            value = tuple(value)
+        elif isinstance(value, dict):
+            value = MappingProxyType(dict(value))
+        values[item.name] = value
+    return TurnSettings(**values)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +47,9 @@ class ModelPolicy:
 
     small = False
 
-    def __init__(self, settings: Any) -> None:
-        self.settings = settings  # the engine's settings (EngineSettings)
+    def __init__(self, settings: Any, turns: Sequence[Turn] = ()) -> None:
+        self.settings = settings  # the turn's settings (core.settings.TurnSettings)
+        self.turns = turns  # the session's turns so far (the engine's)
 
     def step_limit(self) -> int:
         """LLM calls allowed for one instruction."""
@@ -223,7 +224,7 @@ class SmallModelPolicy(ModelPolicy):
 
     def _known_names(self) -> set[str]:
         """Names the session's earlier code defined (a draft may read them)."""
-        return checks.names_bound_by(s.block.code for t in self.settings.turns for s in t.steps)
+        return checks.names_bound_by(s.block.code for t in self.turns for s in t.steps)
 
     def _visible_problems(self, turn: Turn, blocks: list[CodeBlock],
                           known: set[str] | None = None) -> list[str]:
@@ -268,9 +269,10 @@ def _close_brackets(block: CodeBlock, conversation: Conversation, emit: EventSin
     return dataclasses.replace(block, code=fixed)
 
 
-def policy_for(llm: Model, settings: Any) -> ModelPolicy:
-    """The policy for the engine's current model."""
-    return SmallModelPolicy(settings) if llm.is_small_model else ModelPolicy(settings)
+def policy_for(llm: Model, settings: Any, turns: Sequence[Turn] = ()) -> ModelPolicy:
+    """The policy for the engine's current model, its ``settings`` and ``turns``."""
+    policy = SmallModelPolicy if llm.is_small_model else ModelPolicy
+    return policy(settings, turns)
 
 
 async def _draw(tally: Tally, sample: Sampler, count: int, deadline: float,

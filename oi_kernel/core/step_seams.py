@@ -4,6 +4,7 @@ step runs (``StepSettings``), the languages a session offers, and how a step end
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -12,14 +13,15 @@ from oi_kernel.languages import available_languages, normalize_language
 
 
 class StepSettings(Protocol):
-    """The settings a step reads when it runs, live (``c.Engine.*``, ``core.settings``, and
-    the administrator's floors set by the policy): plain values, nothing else."""
+    """The settings a step reads when it runs (``c.Engine.*``, ``core.settings``, and the
+    administrator's floors set by the policy): plain values, nothing else, from the running
+    turn's frozen ``TurnSettings`` (``core.settings``)."""
 
     approval: str
     approval_floor: str
     untrusted_content: str
-    known_safe: list[str]  # the user's entries for the known-safe review
-    known_safe_denied: list[str]  # the administrator's
+    known_safe: Sequence[str]  # the user's entries for the known-safe review
+    known_safe_denied: Sequence[str]  # the administrator's
     step_timeout: float
     guard: str
     preview: str  # core.preview's mode, the administrator's floor, the copy's time limit
@@ -28,10 +30,10 @@ class StepSettings(Protocol):
     guard_time_limit: float
     guard_memory_limit: str
     max_output_chars: int
-    languages: list[str]
+    languages: Sequence[str]
 
 
-def offered_languages(wanted: list[str]) -> list[str]:
+def offered_languages(wanted: Sequence[str]) -> list[str]:
     """The available languages, limited to ``wanted`` when that is not empty."""
     names = {normalize_language(name) for name in wanted}
     return [n for n in available_languages() if not wanted or n in names]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any
@@ -96,11 +97,11 @@ class StepRunner:
     keeps what only the steps need: the variables whose values came from outside, and the
     fence around outside text."""
 
-    def __init__(self, settings: StepSettings, executor: Executor, approver: Approver,
+    def __init__(self, settings: Callable[[], StepSettings], executor: Executor, approver: Approver,
                  model: Model, record: EventSink, *, toolbox: Toolbox, tool_settings: Tools,
                  secrets: SecretSet, rollback: Rollback, log: logging.Logger,
                  author: str = "") -> None:
-        self.settings = settings
+        self._settings = settings  # the running turn's, frozen (``Engine.settings``)
         self.executor = executor
         self.approver = approver
         self.model = model
@@ -123,6 +124,11 @@ class StepRunner:
 
             self._names = SessionNames()
         return self._names
+
+    @property
+    def settings(self) -> StepSettings:
+        """The settings of the running turn (resolved once when it started)."""
+        return self._settings()
 
     @property
     def step_timeout(self) -> float:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from traitlets import Float, Unicode, default
+from traitlets import Float, Unicode
 
 from oi_kernel import config
 from oi_kernel.core import codeblocks
@@ -35,17 +35,21 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Tools(config.Remembered):
-    """Settings of the tools offered beside code (``c.Tools.*``)."""
+    """Settings of the tools offered beside code (``c.Tools.*``). The resolver's environment
+    step reads ``OI_TOOL_BUDGET``; ``OI_MCP_CONFIG`` and ``OI_MCP_PINS`` are read where the
+    files are found (``execution.mcp``), beside these settings, not as their values."""
+
+    environment_resolved = True
 
     mcp_config = Unicode(
         "", config=True,
         help="Path of an MCP config file ({\"mcpServers\": {...}}), read after $OI_MCP_CONFIG "
-        "and before mcp.json in the Jupyter config directories.").tag(env="OI_MCP_CONFIG")
+        "and before mcp.json in the Jupyter config directories.").tag(env="OI_MCP_CONFIG", env_kind="elsewhere")
     budget_fraction = Float(
         0.05, config=True,
         help="Share of the model's context window the offered MCP tool definitions may take "
         "per request (at least 1,500 tokens); tools beyond it are reached with mcp_find / "
-        "mcp_call. Env: OI_TOOL_BUDGET.").tag(env="OI_TOOL_BUDGET")
+        "mcp_call. Env: OI_TOOL_BUDGET.").tag(env="OI_TOOL_BUDGET", env_min=0.0)
     call_timeout = Float(
         60.0, config=True,
         help="Seconds an MCP tool call may take (a server's \"timeout\" key overrides it).")
@@ -60,12 +64,8 @@ class Tools(config.Remembered):
         "", config=True,
         help="The file that keeps the MCP tool descriptions you approved (pins), shared by "
         "your sessions. Default: mcp-pins.json in the Jupyter data directory's oi_kernel "
-        "folder. Env: OI_MCP_PINS.").tag(env="OI_MCP_PINS")
+        "folder. Env: OI_MCP_PINS.").tag(env="OI_MCP_PINS", env_kind="elsewhere")
 
-    @default("budget_fraction")
-    def _budget_default(self) -> float:
-        return config.env_float(self.trait_metadata("budget_fraction", "env"), 0.05, minimum=0.0,
-                                help=self.traits()["budget_fraction"].help)
 
 
 @dataclass

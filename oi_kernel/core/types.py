@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from oi_kernel.core.values import freeze
 
 
 def code_hash(code: str) -> str:
@@ -18,7 +21,7 @@ def code_hash(code: str) -> str:
     return hashlib.sha256(code.encode("utf-8")).hexdigest()
 
 
-@dataclass
+@dataclass(frozen=True)
 class CodeBlock:
     """One piece of code the LLM proposed. ``bare``: the reply was nothing but this code,
     without a fence or a tool call, and was recognised as code (small-model mode)."""
@@ -30,7 +33,7 @@ class CodeBlock:
     tool: str = ""  # a tool step: the offered tool name; ``code`` is its JSON arguments
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolCall:
     """A function call as the LLM streamed it; ``arguments`` is the raw JSON text."""
 
@@ -39,7 +42,7 @@ class ToolCall:
     arguments: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Usage:
     """Tokens and cost of one or more LLM requests (cost is None when unknown)."""
 
@@ -59,19 +62,22 @@ class Usage:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Reply:
     """One complete LLM answer: ``text`` is the answer, ``reasoning`` what the model
     thought before it (a ``reasoning_content`` field or ``<think>`` tags; never run, never
     sent back as the answer)."""
 
     text: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     latency_s: float = 0.0
     finish_reason: str | None = None
     reasoning: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
 
 
 Action = Literal["run", "skip", "stop"]
@@ -105,7 +111,7 @@ class ApprovalRequest:
         return self.preview.latest() if self.preview is not None else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decision:
     """The answer to an ``ApprovalRequest``.
 
@@ -125,7 +131,10 @@ class Decision:
     at: float = field(default_factory=time.time)
     # where a front door shows this decision ({"display_id", "html", "plain"}), so that what
     # the step changed can be added to that record later
-    shown: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    shown: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shown", freeze(self.shown))
 
     @property
     def label(self) -> str:
@@ -142,7 +151,7 @@ class Decision:
 StepStatus = Literal["ok", "error", "skipped", "stopped", "interrupted", "died", "refused"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepRecord:
     """One proposed block and what became of it."""
 
@@ -150,10 +159,14 @@ class StepRecord:
     block: CodeBlock
     decision: Decision | None = None
     status: StepStatus = "skipped"
-    outputs: list[dict[str, Any]] = field(default_factory=list)
+    outputs: tuple[Mapping[str, Any], ...] = ()
     feedback: str = ""
     duration_s: float = 0.0
-    changes: dict[str, Any] | None = None  # what the step changed (``core.changes``)
+    changes: Mapping[str, Any] | None = None  # what the step changed (``core.changes``)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outputs", freeze(self.outputs))
+        object.__setattr__(self, "changes", freeze(self.changes))
 
     @property
     def code_ran(self) -> str | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import Any
 
 WAIT = 2.0  # seconds; a subscription takes ~0.1 s (ZeroMQ's reconnect interval)
@@ -61,7 +60,6 @@ class IOPubSubscribers:
         if self._waited:
             return self._joined.is_set()
         self._waited = True
-        deadline = time.monotonic() + timeout
-        while not self._joined.is_set() and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
+        if not self._joined.is_set():  # set from the IOPub thread
+            await asyncio.to_thread(self._joined.wait, timeout)
         return self._joined.is_set()

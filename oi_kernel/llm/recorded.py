@@ -3,6 +3,7 @@ calls a model. Replay (``oi_kernel.api.replay``) runs a session through it."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from oi_kernel.core.types import Reply, ToolCall, Usage
@@ -93,8 +94,7 @@ class RecordedLLM(LLM):
             raise LLMError(
                 str(record.get("error") or "LLM error"), str(record.get("partial_text") or "")
             )
-        reply = _reply(record)
-        reply.model = self.model
+        reply = dataclasses.replace(_reply(record), model=self.model)
         if on_reasoning is not None and reply.reasoning:
             on_reasoning(reply.reasoning)
         if on_text is not None and reply.text:

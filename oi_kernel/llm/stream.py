@@ -141,16 +141,14 @@ class Stream:
             index = (
                 known[0] if known else (len(self.calls) if delta.id else max(self.calls, default=0))
             )
-        call = self.calls.setdefault(index, ToolCall(id="", name="", arguments=""))
-        if delta.id:
-            call.id = delta.id
+        call = self.calls.get(index, ToolCall(id="", name="", arguments=""))
         function = delta.function
-        if function is None:
-            return
-        if function.name and function.name != call.name:
-            call.name += _valid_text(function.name)
-        if function.arguments:
-            call.arguments += _valid_text(function.arguments)
+        name, arguments = call.name, call.arguments
+        if function is not None and function.name and function.name != name:
+            name += _valid_text(function.name)
+        if function is not None and function.arguments:
+            arguments += _valid_text(function.arguments)
+        self.calls[index] = ToolCall(delta.id or call.id, name, arguments)
 
     def _usage(self, litellm: ModuleType, kwargs: dict, answer: str) -> Usage:
         if self.usage is None:  # none sent (a stream ended early, some local servers)
@@ -182,13 +180,15 @@ def _with_unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
     """Every call with an id of its own: each tool result must name the call it answers,
     and some servers send none (or the same one twice) for parallel calls."""
     seen: set[str] = set()
+    unique = []
     for index, call in enumerate(calls):
         if not call.id or call.id in seen:
             base = call.id or "call"
-            call.id = next(f"{base}_{index + n}" for n in range(len(calls) + 1)
-                           if f"{base}_{index + n}" not in seen)
+            call = ToolCall(next(f"{base}_{index + n}" for n in range(len(calls) + 1)
+                                 if f"{base}_{index + n}" not in seen), call.name, call.arguments)
         seen.add(call.id)
-    return calls
+        unique.append(call)
+    return unique
 
 
 _LONE_SURROGATE_RE = re.compile("[\ud800-\udfff]")

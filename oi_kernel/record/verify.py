@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -137,23 +136,14 @@ def _ready_inputs(nb: NotebookNode, workdir: Path, inputs_dir: str | Path | None
 
 
 def _copy_dir(src: Path, dst: Path) -> None:
-    total = 0
-    for root, dirs, files in os.walk(src):
-        dirs[:] = [d for d in dirs if d not in _COPY_IGNORE]
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                continue
-        if total > MAX_COPY_BYTES:
-            raise OIError(
-                f"{src} holds more than {MAX_COPY_BYTES // 1024**3} GB; too much to copy for a "
-                "verification run. Pass --cwd (cwd=) a smaller directory with the notebook's "
-                "input files, or --in-place (in_place=True) to run in it directly."
-            )
-    shutil.copytree(
-        src, dst, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE), dirs_exist_ok=True
-    )
+    from oi_kernel.execution.probe.scratch import copy_capped  # (the probe's, stdlib only)
+
+    if not copy_capped(src, dst, _COPY_IGNORE, MAX_COPY_BYTES, dirs_exist_ok=True):
+        raise OIError(
+            f"{src} holds more than {MAX_COPY_BYTES // 1024**3} GB; too much to copy for a "
+            "verification run. Pass --cwd (cwd=) a smaller directory with the notebook's "
+            "input files, or --in-place (in_place=True) to run in it directly."
+        )
 
 
 def _run(nb: NotebookNode, workdir: Path, kernel: str, timeout: int) -> dict[int, Any]:

@@ -89,10 +89,17 @@ def _config_value(obj: Any, trait: str) -> Any:
     return _MISSING
 
 
-def _base_value(obj: Any, trait: str) -> Any:
-    """What the trait would be without any profile or magic: config, else env/default."""
+def _base_value(obj: Any, trait: str) -> tuple[Any, str]:
+    """What the trait would be without any profile or magic: config, else env/default; and
+    the source to remember (``config.FORGET``: the config's or the default)."""
     value = _config_value(obj, trait)
-    return obj.trait_defaults(trait) if value is _MISSING else value
+    if value is not _MISSING:
+        return value, config.FORGET
+    if getattr(obj, "environment_resolved", False):  # (else ``@default`` reads the env)
+        found = config.environment_value(obj, trait)
+        if found is not None:
+            return found
+    return obj.trait_defaults(trait), config.FORGET
 
 
 def apply(
@@ -129,7 +136,8 @@ def apply(
         if key not in settings and target is not None:
             trait = SETTINGS[key].trait
             if getattr(target, trait) == value:  # not changed by a magic since
-                _set(target, key, trait, _base_value(target, trait), result, config.FORGET)
+                base, source = _base_value(target, trait)
+                _set(target, key, trait, base, result, source)
     for key, value in settings.items():
         target = _target(engine, SETTINGS[key].owner, child)
         if target is None:

@@ -101,6 +101,9 @@ def source_of(obj: Any, name: str) -> str:
     if recorded is not None:
         return recorded
     trait = obj.traits()[name]
+    if (getattr(obj, "environment_resolved", False)  # the environment step records its own
+            and trait.metadata.get("env_kind") != "elsewhere"):
+        return "default"
     env, also = trait.metadata.get("env"), trait.metadata.get("env_also")
     if env and _env_valid(trait, os.environ.get(env, "").strip()):
         return env

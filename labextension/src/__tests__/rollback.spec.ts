@@ -1,6 +1,6 @@
 import type { KernelMessage } from '@jupyterlab/services';
 
-import { replyText, undoCode, undoSummary } from '../rollback';
+import { clip, replyText, undoCode, undoSummary } from '../rollback';
 
 function msg(type: string, content: object): KernelMessage.IIOPubMessage {
   return {
@@ -46,5 +46,12 @@ describe('undo', () => {
     );
     expect(partial.warn).toBe(true);
     expect(partial.short).toContain('could not be restored');
+  });
+
+  it('clips a notification line to 140 characters', () => {
+    expect(clip('short')).toBe('short');
+    expect(clip('x'.repeat(140))).toBe('x'.repeat(140));
+    expect(clip('x'.repeat(141))).toBe('x'.repeat(137) + '…');
+    expect(undoSummary('y'.repeat(200)).short).toHaveLength(138);
   });
 });

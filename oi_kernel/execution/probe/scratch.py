@@ -27,22 +27,31 @@ def scratch_path():
     return os.path.join(tempfile.gettempdir(), f"oi-preview-{os.getpid()}-{os.urandom(4).hex()}")
 
 
-def make_scratch(root, dest, skip_dirs):
-    """Copy the workspace to ``dest`` (symlinks as links, tools' folders left out); "" when
-    done, else why not."""
+def copy_capped(root, dest, skip, max_bytes, dirs_exist_ok=False):
+    """Copy the folder ``root`` to ``dest`` (symlinks as links; files and folders named in
+    ``skip`` left out at every depth) unless its files add up to more than ``max_bytes``:
+    True when copied, False (nothing copied) when over. Also ``record.verify``'s copy."""
     total = 0
     for top, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in skip_dirs]
+        dirs[:] = [d for d in dirs if d not in skip]
         for name in files:
             try:
                 total += os.lstat(os.path.join(top, name)).st_size
             except OSError:
                 pass
-        if total > SCRATCH_MAX_BYTES:
-            return (f"the workspace is over {SCRATCH_MAX_BYTES // 1_000_000} MB, too large for "
-                    "a scratch copy")
-    shutil.copytree(root, dest, symlinks=True, ignore=lambda _d, names: [
-        n for n in names if n in skip_dirs])
+        if total > max_bytes:
+            return False
+    shutil.copytree(root, dest, symlinks=True, dirs_exist_ok=dirs_exist_ok,
+                    ignore=lambda _d, names: [n for n in names if n in skip])
+    return True
+
+
+def make_scratch(root, dest, skip_dirs):
+    """Copy the workspace to ``dest`` (symlinks as links, tools' folders left out); "" when
+    done, else why not."""
+    if not copy_capped(root, dest, skip_dirs, SCRATCH_MAX_BYTES):
+        return (f"the workspace is over {SCRATCH_MAX_BYTES // 1_000_000} MB, too large for "
+                "a scratch copy")
     return ""
 
 

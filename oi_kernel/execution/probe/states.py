@@ -15,6 +15,7 @@ whole, so states form a tree: restoring one leaves the others as they are.
 A part of the probe package (see ``__init__.py``), after ``checkpoints``.
 """
 
+import _thread
 import functools
 import hashlib
 import json
@@ -24,7 +25,6 @@ import pickle
 import shutil
 import signal
 import struct
-import threading
 import time
 
 from .changes import (
@@ -83,13 +83,9 @@ def _workspace(root, store):
             if not rel.endswith(FRONTEND_SAVED) and not rel.startswith(mine)}, complete
 
 
-def _save_files(store, root, max_bytes):
-    """List the workspace's files and copy those the pool lacks, in a thread
-    (``_Copies``); their index, or (None, total size)."""
-    files, complete = _workspace(root, store)
-    total = sum(st[0] for st in files.values())
-    if total > max_bytes:
-        return None, [], total, len(files)
+def _index_files(store, root, files, complete):
+    """(In the copies' thread.) The state's index of ``files``, each named by its pool
+    copy, and the jobs copying those the pool lacks."""
     pool = os.path.join(store, "pool")
     have = _pool(pool)
     index, jobs = {}, []
@@ -97,10 +93,19 @@ def _save_files(store, root, max_bytes):
         name = _pool_name(rel, st)
         index[rel] = [st[0], st[1], name]
         if name not in have:
-            have.add(name)  # (made below or in the thread; a failed copy is absent)
-            jobs.append(functools.partial(_pool_copy, os.path.join(root, rel),
-                                          os.path.join(pool, name), st[1]))
-    return {"files": index, "complete": complete, "copied": len(jobs)}, jobs, total, len(files)
+            have.add(name)  # (made below; a failed copy is absent)
+            jobs.append((os.path.join(root, rel), os.path.join(pool, name), st[1]))
+    return {"root": root, "files": index, "complete": complete, "copied": len(jobs)}, jobs
+
+
+def _keep_files(store, root, files, complete, sid, copy):
+    """(In the copies' thread.) Copy into the pool the files it lacks, then write the
+    state's record (``_write_state``)."""
+    index, jobs = _index_files(store, root, files, complete)
+    for job in jobs:
+        _pool_copy(*job)
+    index["plain"] = copy is not None
+    _write_state(_state_dir(store, sid), index, copy)
 
 
 _POOLS = {}  # pool folder -> the names in it (listed once, then kept up to date here)
@@ -132,9 +137,15 @@ def _pool_copy(source, target, mtime_ns):
 
 class _Copies:
     """The pool copies still to make, in a thread: saving returns at once; the next cell
-    (IPython's ``pre_run_cell``), restore and the next save wait for them to be done."""
+    (IPython's ``pre_run_cell``), restore and the next save wait for them to be done.
 
-    thread = None
+    The thread is started with ``_thread`` (``threading.Thread.start`` waits until the new
+    thread runs: on a busy machine, milliseconds of the save's time). It waits a moment
+    first (``hurry``), so the save's answer goes out before the copies take the GIL; a
+    caller that waits for them cuts that moment short."""
+
+    done = None  # a lock held until the copies are made
+    hurry = None  # a lock held until the copies should start
     hooked = False
 
     @classmethod
@@ -149,10 +160,19 @@ class _Copies:
         if not cls.hooked:
             shell.events.register("pre_run_cell", cls.before_cell)
             cls.hooked = True
-        # a moment later: the save's answer goes out first, not slowed by the copies
-        cls.thread = threading.Timer(0.05, cls.run, args=(jobs,))
-        cls.thread.daemon = True
-        cls.thread.start()
+        done, hurry = _thread.allocate_lock(), _thread.allocate_lock()
+        done.acquire()
+        hurry.acquire()
+        cls.done, cls.hurry = done, hurry
+        _thread.start_new_thread(cls.later, (jobs, done, hurry))
+
+    @classmethod
+    def later(cls, jobs, done, hurry):
+        try:
+            hurry.acquire(timeout=0.05)
+            cls.run(jobs)
+        finally:
+            done.release()
 
     @staticmethod
     def run(jobs):
@@ -161,9 +181,10 @@ class _Copies:
 
     @classmethod
     def wait(cls):
-        thread, cls.thread = cls.thread, None
-        if thread is not None:
-            thread.join()
+        done, cls.done = cls.done, None
+        if done is not None:
+            cls.hurry.release()
+            done.acquire()
 
     @classmethod
     def before_cell(cls, *_info):
@@ -275,24 +296,25 @@ def _write_state(folder, index, copy):
 
 def state_save(sid, store, max_bytes):
     """Keep the namespace and the workspace's files as state ``sid``. Refused (nothing
-    kept) when the files exceed ``max_bytes``: ``too_big`` says their size."""
+    kept) when the files exceed ``max_bytes``: ``too_big`` says their size. What the
+    files are (path, size, modification time) is taken now; their copies and the state's
+    record are made in a thread (``_Copies``), so a save costs about what a checkpoint does."""
     started = time.perf_counter()
     store = os.path.abspath(store)
     root = os.getcwd()
-    files, jobs, total, count = _save_files(store, root, max_bytes)
-    if files is None:
-        return {"too_big": total, "files": count}
+    files, complete = _workspace(root, store)
+    total = sum(st[0] for st in files.values())
+    if total > max_bytes:
+        return {"too_big": total, "files": len(files)}
     values = public_names(_namespace())
     refs = {n: _keep(v) for n, v in values.items()}
     copy = _copy_plain(values, refs)
     fork = None if copy is not None else _fork_holder()
     _Held.states[sid] = _Kept(refs, copy, fork)
-    index = {"root": root, **files, "plain": copy is not None}
-    jobs.append(functools.partial(_write_state, _state_dir(store, sid), index, copy))
-    _Copies.start(jobs)  # (restore, drop and the next cell wait for them)
-    return {"id": sid, "variables": len(values), "files": count, "bytes": total,
-            "copied": files["copied"], "plain": copy is not None, "fork": fork is not None,
-            "complete": files["complete"], "cost_s": round(time.perf_counter() - started, 4)}
+    _Copies.start([functools.partial(_keep_files, store, root, files, complete, sid, copy)])
+    return {"id": sid, "variables": len(values), "files": len(files), "bytes": total,
+            "plain": copy is not None, "fork": fork is not None, "complete": complete,
+            "cost_s": round(time.perf_counter() - started, 4)}
 
 
 def _put_files_back(index, root):

@@ -1,0 +1,63 @@
+"""One frozen settings object per turn (issue 41 item 2): the engine resolves its settings
+when a turn starts, and a change while the turn runs (here: made while the turn waits for an
+approval) applies to the next turn, not the running one. End to end through the Python API:
+a real child kernel, litellm over HTTP to the scripted server."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from oi_kernel import Interpreter
+from oi_kernel.core.settings import EngineSettings, TurnSettings, freeze
+from oi_kernel.core.types import ApprovalRequest
+from tests import llm_server as S
+
+
+def test_a_change_during_a_turn_applies_to_the_next_turn(llm_server, tmp_path: Path):
+    asked: list[tuple[int, int]] = []
+    seen: list[tuple[str, int]] = []  # what the running turn's settings said when asked
+
+    def approve(request: ApprovalRequest) -> bool:
+        asked.append((request.turn, request.step))
+        seen.append((it.engine.steps.settings.approval, it.engine.settings().max_steps))
+        if len(asked) == 1:  # the user changes settings while the turn waits for them
+            it.engine.approval = "never"
+            it.engine.max_steps = 1
+        return True
+
+    llm_server.enqueue(
+        S.tool_call("print(1)"), S.tool_call("print(2)"), S.text("Done."),  # turn 1
+        S.tool_call("print(3)"), S.text("not reached: one LLM call only"),  # turn 2
+    )
+    with Interpreter("openai/scripted", api_base=llm_server.url, api_key="sk-test-123456",
+                     log_dir=tmp_path / "logs", cwd=tmp_path, approve=approve) as it:
+        it.engine.approval, it.engine.max_steps = "always", 10
+        list(it.chat("print two numbers"))
+        assert (it.engine.approval, it.engine.max_steps) == ("never", 1)  # changed live
+        list(it.chat("and a third"))
+        first, second = it.turns
+
+    # turn 1 kept "always" (step 2 was asked too) and its step limit (3 LLM calls)
+    assert asked == [(1, 1), (1, 2)]
+    assert seen == [("always", 10), ("always", 10)]
+    assert [s.status for s in first.steps] == ["ok", "ok"] and first.end_reason == "done"
+    # turn 2 got the new values: nobody asked, and it stopped after 1 LLM call
+    assert [(s.status, s.decision.by) for s in second.steps] == [("ok", "auto")]
+    assert second.end_reason == "max_steps"
+    assert len(llm_server.requests) == 4
+
+
+def test_turn_settings_are_frozen_and_complete():
+    settings = EngineSettings()
+    settings.known_safe = ["mylib.*"]
+    frozen = freeze(settings)
+    names = {f.name for f in dataclasses.fields(TurnSettings)}
+    assert set(EngineSettings.class_traits(config=True)) <= names
+    assert frozen.known_safe == ("mylib.*",)  # a tuple: nothing in it changes either
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        frozen.max_steps = 3  # type: ignore[misc]
+    settings.max_steps = 4
+    assert frozen.max_steps == 10 and freeze(settings).max_steps == 4
