@@ -26,8 +26,8 @@ import oi_kernel.llm.boundary as boundary
 
 _load_async = boundary.load_async
 
-async def load_async():
-    litellm = await _load_async()
+async def load_async(*args, **kwargs):
+    litellm = await _load_async(*args, **kwargs)
     litellm.verbose_logger.warning("canary-litellm: a library warning")
     logging.getLogger("httpx").warning("canary-httpx: a library warning")
     logging.getLogger("mcp.client.session").warning("canary-mcp: a library warning")
