@@ -180,6 +180,9 @@ ToolsOfferedRecord = _view("tools_offered", "ToolsOfferedRecord")
 GuardStopRecord = _view("guard_stop", "GuardStopRecord")
 ToolNoticeRecord = _view("tool_notice", "ToolNoticeRecord")
 ProfileRecord = _view("profile", "ProfileRecord")
+for _k, _cls in record_kinds().items():  # a kind added since: its view, by its name alone
+    if _k not in _KINDS and _cls.reads_of(_k) is not None:
+        _view(_k, "".join(w.upper() if w == "llm" else w.title() for w in _k.split("_")) + "Record")
 
 
 # ----------------------------------------------------------------------------- the parser
