@@ -20,8 +20,9 @@ step) is derived from them: each event adds its part (``fold``) and
 anyone else who holds the events. The events of the session around the turns (its start
 and end, resets, profiles, direct cells) are in ``core.session_events``, re-exported here.
 
-Adding a recorded event is its class here (with ``kind``, ``doc`` and, when its fields
-are not simply its own, ``to_record``), the line that emits it and its test; the table in
+Adding a recorded event is its class here (with ``kind``, ``doc``, ``reads``: its fields as
+the log's readers read them, typed (``record.records`` makes its record type from them), and,
+when its fields are not simply its own, ``to_record``), the line that emits it and its test; the table in
 docs/session-log.md is generated from the classes (``docs/_ext/event_table.py``).
 """
 
