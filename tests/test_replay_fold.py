@@ -96,6 +96,17 @@ def test_a_turn_is_the_fold_of_its_events() -> None:
     assert second.turn.steps[0].decision.edited
 
 
+def test_a_turn_start_missing_its_number_still_opens_a_turn() -> None:
+    """Fields missing or of the wrong type read as their defaults, as the former parser
+    read them, and the events are folded all the same."""
+    lines = [{"event": "turn_start", "instruction": "hi"},
+             {"event": "llm_response", "text": "Hello.", "turn": "one", "step": 1}]
+    (turn,) = parse_session(lines).turns
+    assert (turn.index, turn.instruction) == (1, "hi")
+    assert [r["text"] for r in turn.replies] == ["Hello."]
+    assert turn.turn is not None and turn.turn.llm_calls == 1
+
+
 if __name__ == "__main__":  # record the snapshot (only with the former parser)
     SNAPSHOT.write_text(json.dumps({n: summary(parse_session(ls)) for n, ls in logs().items()},
                                    indent=1, sort_keys=True) + "\n")

@@ -43,6 +43,7 @@ from oi_kernel.record.records import (
     SessionStartRecord,
     ToolsOfferedRecord,
     TurnEndRecord,
+    TurnStartRecord,
     as_records,
 )
 from oi_kernel.record.verify import compare_outputs
@@ -83,7 +84,7 @@ class RecordedTurn:
         """Keep ``r``, a record of this instruction, where the event class that wrote it
         belongs (``_PARTS``)."""
         cls = record_kinds().get(r.event)
-        part = _PARTS.get(cls) if cls is not None else None  # type: ignore[call-overload]
+        part = _PARTS.get(cls) if cls is not None else None
         if isinstance(r, LLMRequestRecord):
             self.tools = r.tools
             self.small = self.small if r.small is None else r.small
@@ -138,10 +139,10 @@ def parse_session(records: Iterable[Record | Mapping[str, Any]]) -> RecordedSess
         event = reader(r.to_dict())
         if isinstance(r, SessionStartRecord):
             session.header = session.header or r
-        elif isinstance(event, E.TurnStarted):
-            turn = RecordedTurn(event.turn or len(turns) + 1, event.instruction,
-                                turn=reader.turns[-1])
-            turns[event.turn] = turn
+        elif isinstance(r, TurnStartRecord):  # (a field missing: still a turn, not folded)
+            turn = RecordedTurn(r.turn or len(turns) + 1, r.instruction, turn=reader.turns[-1]
+                                if isinstance(event, E.TurnStarted) else None)
+            turns[r.turn] = turn
             session.timeline.append(turn)
         elif isinstance(r, _TIMELINE) and "died" not in getattr(r, "reason", ""):
             session.timeline.append(r)  # (a restart after a death is automatic: not replayed)
