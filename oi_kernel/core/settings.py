@@ -25,8 +25,6 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
     change tracking and checkpoints keep. Its environment variables (each trait's ``env``
     tag) are read by the resolver's environment step (``config.environment_value``)."""
 
-    environment_resolved = True
-
 
     approval = Enum(
         list(approval_modes.NAMES), config=True, help=approval_modes.help_text(),

@@ -42,7 +42,9 @@ PLACEHOLDER_KEY = "no-key-needed"
 
 
 class LLM(config.Remembered):
-    """Talks to the configured model through litellm."""
+    """Talks to the configured model through litellm. Its environment variables (each
+    trait's ``env`` tag) are read by the resolver's environment step
+    (``config.apply_environment``)."""
 
     model = Unicode(
         help="""The litellm model name, e.g. "gpt-4o-mini", "anthropic/claude-3-5-sonnet-latest"
@@ -112,29 +114,9 @@ class LLM(config.Remembered):
 
     @default("model")
     def _default_model(self) -> str:
-        return os.environ.get(self.trait_metadata("model", "env"), "") or self._embedded_default()
-
-    @default("api_base")
-    def _default_api_base(self) -> str:
-        return os.environ.get(self.trait_metadata("api_base", "env"), "")
-
-    @default("api_key")
-    def _default_api_key(self) -> str:
-        return os.environ.get(self.trait_metadata("api_key", "env"), "")
-
-    @default("tool_mode")
-    def _default_tool_mode(self) -> str:
-        help_text = self.traits()["tool_mode"].help
-        return config.env_choice(
-            self.trait_metadata("tool_mode", "env"), ["auto", "tools", "markdown"], "auto",
-            help=help_text,
-        )
-
-    @default("small_model")
-    def _default_small_model(self) -> str:
-        help_text = self.traits()["small_model"].help
-        return config.env_choice(self.trait_metadata("small_model", "env"), ["auto", "on", "off"],
-                                 "auto", help=help_text)
+        """Without OI_MODEL or c.LLM.model (set before this is asked): the embedded model
+        when nothing points at another one."""
+        return self._embedded_default()
 
 
     @validate("model")

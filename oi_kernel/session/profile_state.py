@@ -95,10 +95,9 @@ def _base_value(obj: Any, trait: str) -> tuple[Any, str]:
     value = _config_value(obj, trait)
     if value is not _MISSING:
         return value, config.FORGET
-    if getattr(obj, "environment_resolved", False):  # (else ``@default`` reads the env)
-        found = config.environment_value(obj, trait)
-        if found is not None:
-            return found
+    found = config.environment_value(obj, trait)
+    if found is not None:
+        return found
     return obj.trait_defaults(trait), config.FORGET
 
 
