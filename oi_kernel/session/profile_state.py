@@ -265,10 +265,10 @@ def _source(target: Any, setting: Setting, state: _State) -> str:
     configured = _config_value(target, setting.trait)
     if configured is not _MISSING:
         return "config" if configured == value else "magic"
-    if target.trait_defaults(setting.trait) == value:
-        envs = [e for e in setting.env if os.environ.get(e, "").strip()]
-        return f"env {', '.join(envs)}" if envs else "default"
-    return "magic"
+    recorded = getattr(target, "setting_sources", {}).get(setting.trait)
+    if recorded in setting.env:  # the environment step's (config.apply_environment)
+        return f"env {recorded}"
+    return "default" if target.trait_defaults(setting.trait) == value else "magic"
 
 
 def describe(engine: Any, child: Any = None) -> str:
