@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from oi_kernel.core.types import Reply
+
+
+@dataclass(frozen=True)
+class FrozenName:
+    model: str
 
 
 class FakeModel:
@@ -26,6 +33,13 @@ class FakeModel:
     @property
     def is_small_model(self) -> bool:
         return self.small
+
+    def freeze(self) -> Any:
+        return FrozenName(self.model)
+
+    @contextmanager
+    def pinned(self, settings: Any) -> Iterator[None]:
+        yield
 
     def check_configured(self) -> None:
         pass
