@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import make_dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -116,22 +116,18 @@ class LLM(config.Remembered):
 
     _pinned: Any = None  # the running turn's ModelSettings (``pinned``)
 
-    def freeze(self) -> ModelSettings:
-        """The model's settings now (every ``c.LLM.*`` trait), frozen: what a turn uses."""
+    def freeze(self) -> Any:
+        """The model's settings now (a ``ModelSettings``: every ``c.LLM.*`` trait), frozen:
+        what a turn uses."""
         return ModelSettings(**{name: getattr(self, name) for name in _FIELDS})
 
-    @contextmanager
-    def pinned(self, settings: ModelSettings | None) -> Iterator[None]:
-        """Inside this block the model is asked with ``settings`` (a turn's, from
-        ``freeze``): a change to ``c.LLM.*`` meanwhile applies to the next turn."""
-        outer, self._pinned = self._pinned, settings
-        try:
-            yield
-        finally:
-            self._pinned = outer
+    def pinned(self, settings: Any) -> AbstractContextManager[None]:
+        """A block in which the model is asked with ``settings`` (a turn's, from ``freeze``):
+        a change to ``c.LLM.*`` meanwhile applies to the next turn."""
+        return _pin(self, settings)
 
     @property
-    def now(self) -> ModelSettings:
+    def now(self) -> Any:
         """The settings requests use: the running turn's (``pinned``), else those now."""
         return self._pinned if self._pinned is not None else self.freeze()
 
@@ -383,6 +379,15 @@ class LLM(config.Remembered):
         return kwargs
 
 
+
+
+@contextmanager
+def _pin(llm: LLM, settings: Any) -> Iterator[None]:
+    outer, llm._pinned = llm._pinned, settings
+    try:
+        yield
+    finally:
+        llm._pinned = outer
 
 
 _FIELDS = tuple(sorted(LLM.class_traits(config=True)))
