@@ -50,6 +50,32 @@ def test_a_change_during_a_turn_applies_to_the_next_turn(llm_server, tmp_path: P
     assert len(llm_server.requests) == 4
 
 
+def test_a_model_setting_changed_during_a_turn_applies_to_the_next_turn(llm_server, tmp_path):
+    """``c.LLM.*`` (the model, its temperature, its timeout...) is part of the turn's frozen
+    settings: the requests of a running turn keep the values it started with."""
+    def approve(request: ApprovalRequest) -> bool:
+        if request.step == 1 and request.turn == 1:  # changed while the turn waits
+            it.engine.llm.temperature = 0.7
+            it.engine.llm.model = "openai/other"
+            it.engine.llm.request_timeout = 33.0
+        return True
+
+    llm_server.enqueue(S.tool_call("print(1)"), S.text("Done."),  # turn 1: two requests
+                       S.text("Again."))  # turn 2
+    with Interpreter("openai/scripted", api_base=llm_server.url, api_key="sk-test-123456",
+                     log_dir=tmp_path / "logs", cwd=tmp_path, approve=approve) as it:
+        it.engine.approval = "always"
+        list(it.chat("print one"))
+        assert (it.engine.llm.model, it.engine.llm.temperature) == ("openai/other", 0.7)  # live
+        assert it.engine.settings().llm.request_timeout == 33.0  # outside a turn: now
+        list(it.chat("once more"))
+
+    first, second, third = llm_server.requests
+    # turn 1's second request (after the change) kept the model and temperature it started with
+    assert [r["model"] for r in (first, second, third)] == ["scripted", "scripted", "other"]
+    assert [r["temperature"] for r in (first, second, third)] == [0.0, 0.0, 0.7]
+
+
 def test_turn_settings_are_frozen_and_complete():
     settings = EngineSettings()
     settings.known_safe = ["mylib.*"]
@@ -61,3 +87,4 @@ def test_turn_settings_are_frozen_and_complete():
         frozen.max_steps = 3  # type: ignore[misc]
     settings.max_steps = 4
     assert frozen.max_steps == 10 and freeze(settings).max_steps == 4
+    assert frozen.llm is None  # no model here; an engine's turn has its ModelSettings

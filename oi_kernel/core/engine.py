@@ -388,7 +388,8 @@ class Engine(EngineSettings):
         if tools is not None and offer is not None:
             tools += offer.definitions
         self._sent = (messages, tools)
-        emit(LLMRequested(turn.index, call, self.llm.model, use_tools, policy.small, messages))
+        model = self.settings().llm.model
+        emit(LLMRequested(turn.index, call, model, use_tools, policy.small, messages))
         try:
             return await self.llm.stream(
                 messages,
@@ -517,7 +518,8 @@ def _settings_of_turn(engine: Engine) -> Iterator[TurnSettings]:
     outer = engine._turn_settings
     engine._turn_settings = outer or freeze(engine)
     try:
-        yield engine._turn_settings
+        with engine.llm.pinned(engine._turn_settings.llm):  # c.LLM.* too
+            yield engine._turn_settings
     finally:
         engine._turn_settings = outer
 

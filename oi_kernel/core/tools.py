@@ -39,8 +39,6 @@ class Tools(config.Remembered):
     step reads ``OI_TOOL_BUDGET``; ``OI_MCP_CONFIG`` and ``OI_MCP_PINS`` are read where the
     files are found (``execution.mcp``), beside these settings, not as their values."""
 
-    environment_resolved = True
-
     mcp_config = Unicode(
         "", config=True,
         help="Path of an MCP config file ({\"mcpServers\": {...}}), read after $OI_MCP_CONFIG "

@@ -63,14 +63,8 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         help="How approval is asked: 'widget' (the approval card), 'stdin' (a y/N prompt), or "
         "'auto': the card when the frontend renders widgets (it opened the widget control "
         "comm, as JupyterLab and VS Code do), else stdin. Env: OI_APPROVAL_UI.",
+        default_value="auto",
     ).tag(env="OI_APPROVAL_UI")
-
-    @default("approval_ui")
-    def _approval_ui_default(self) -> str:
-        help_text = self.traits()["approval_ui"].help
-        choices = ["auto", "widget", "stdin"]
-        return config.env_choice(self.trait_metadata("approval_ui", "env"), choices, "auto",
-                                 help=help_text)
 
     display = Enum(
         list(DISPLAY_MODES),
@@ -80,13 +74,8 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         "do not update displays, such as jupyter console, nbclient and papermill), or "
         "'auto': live when the frontend renders widgets, else text. `%display` changes it "
         "for the session. Env: OI_DISPLAY.",
+        default_value="auto",
     ).tag(env="OI_DISPLAY")
-
-    @default("display")
-    def _display_default(self) -> str:
-        help_text = self.traits()["display"].help
-        return config.env_choice(self.trait_metadata("display", "env"), DISPLAY_MODES, "auto",
-                                 help=help_text)
 
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""
@@ -99,6 +88,7 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         return 0.0
 
     def __init__(self, **kwargs: Any) -> None:
+        config.apply_environment(self)  # OI_APPROVAL_UI, OI_DISPLAY: before the config
         super().__init__(**kwargs)
         self._setup_comms()
         self._widget_frontend = False

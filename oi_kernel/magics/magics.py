@@ -30,7 +30,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Enum, default
+from traitlets import Enum
 
 from oi_kernel import config
 from oi_kernel.approval.approvers import StdinApprover
@@ -83,13 +83,8 @@ class OIMagics(Magics):
         "IPython; a cell from a client that renders no widgets and offers no stdin "
         "(nbclient, papermill) is refused at once, saying how to allow code. "
         "Env: OI_APPROVAL_UI.",
+        default_value="auto",
     ).tag(env="OI_APPROVAL_UI")
-
-    @default("approval_ui")
-    def _approval_ui_default(self) -> str:
-        help_text = self.traits()["approval_ui"].help
-        return config.env_choice(self.trait_metadata("approval_ui", "env"),
-                                 ["auto", "widget", "stdin"], "auto", help=help_text)
 
     display = Enum(
         list(DISPLAY_MODES),
@@ -98,15 +93,11 @@ class OIMagics(Magics):
         "(printed as a stream, for clients that do not update displays: jupyter console, "
         "nbclient, papermill), or 'auto': live when the approval card is used, else text. "
         "`%oi display` changes it for the session. Env: OI_DISPLAY.",
+        default_value="auto",
     ).tag(env="OI_DISPLAY")
 
-    @default("display")
-    def _display_default(self) -> str:
-        help_text = self.traits()["display"].help
-        return config.env_choice(self.trait_metadata("display", "env"), DISPLAY_MODES, "auto",
-                                 help=help_text)
-
     def __init__(self, shell: Any) -> None:
+        config.apply_environment(self)  # OI_APPROVAL_UI, OI_DISPLAY: before the config
         super().__init__(shell=shell)
         self.guard = InterruptGuard(_run_code_codes(shell))
         self.frontend: KernelFrontend | TerminalFrontend | None = None

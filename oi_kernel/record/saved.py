@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -186,15 +185,10 @@ def replay_blocks(saved: SavedConversation) -> list[CodeBlock]:
 
 
 # ----------------------------------------------------------------------------- engine + files
-# Outcomes of steps that came from a loaded file (they are not in engine.turns).
-_loaded_outcomes: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-
 
 def snapshot(engine: Any) -> SavedConversation:
     """The engine's conversation as it would be saved (not yet redacted)."""
-    outcomes = {**_loaded_outcomes.get(engine, {}), **outcomes_from_turns(engine.turns)}
+    outcomes = {**engine.conversation.loaded_outcomes, **outcomes_from_turns(engine.turns)}
     conversation = engine.conversation
     messages, starts = list(conversation.messages), list(conversation.turn_starts)
     return SavedConversation(
@@ -243,7 +237,7 @@ def load(engine: Any, path: str | Path) -> SavedConversation:
     """Replace the engine's conversation with the one saved in ``path``."""
     saved = read(path)
     engine.conversation.replace(saved.messages, saved.turn_starts)
-    _loaded_outcomes[engine] = {
+    engine.conversation.loaded_outcomes = {
         str(s["key"]): {"code": s.get("code", ""), "status": s.get("status", "unknown")}
         for s in saved.steps
         if s.get("key")
