@@ -285,7 +285,11 @@ def _serve(cmd_r, done_w, ready):
     waiting for a gigabyte to be written: that write costs seconds of CPU on a busy machine.
     A namespace ``_dump_buffers`` cannot write is written by ``_dump`` on each request."""
     time.sleep(0.05)
-    done = _dump_buffers(ready)
+    try:
+        done = _dump_buffers(ready)
+    except OSError:  # (a full disk: written on request instead, as before)
+        _remove(ready + ".part")
+        done = False
     while True:
         command = os.read(cmd_r, 4096).decode()
         if not command.startswith("dump "):
