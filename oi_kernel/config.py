@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import fields, make_dataclass
 from typing import Any
 
 from traitlets import All, observe
@@ -305,6 +306,21 @@ def _number(env: str, raw: str, kind: type, minimum: Any, default: Any, help_tex
         _bad_env(env, raw, expected, default, help_text)
         return _MISSING
     return value
+
+
+def frozen_class(configurable: type, name: str, module: str, doc: str) -> type:
+    """A frozen dataclass with one field per configurable trait of ``configurable`` (the
+    trait is the one declaration): the class of what one turn reads (``freeze_into``)."""
+    made = make_dataclass(name, [(n, Any) for n in sorted(configurable.class_traits(config=True))],
+                          frozen=True, slots=True)
+    made.__module__, made.__doc__ = module, doc
+    return made
+
+
+def freeze_into(kind: type, obj: Any) -> Any:
+    """``obj``'s settings now, as a ``kind`` made by ``frozen_class`` (lists as tuples)."""
+    values = {f.name: getattr(obj, f.name) for f in fields(kind)}
+    return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
 
 class Remembered(Configurable):

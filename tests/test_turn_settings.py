@@ -5,6 +5,7 @@ a real child kernel, litellm over HTTP to the scripted server."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 
@@ -88,3 +89,48 @@ def test_turn_settings_are_frozen_and_complete():
     settings.max_steps = 4
     assert frozen.max_steps == 10 and freeze(settings).max_steps == 4
     assert frozen.llm is None  # no model here; an engine's turn has its ModelSettings
+
+
+def test_the_tools_settings_are_part_of_the_turns():
+    """``c.Tools.*`` (the tool budget, the call timeout...) is frozen with the turn: a change
+    while the turn runs applies to the next one."""
+    from oi_kernel.core.tools import Tools, ToolSettings
+
+    settings = EngineSettings()
+    settings.tool_settings = Tools(call_timeout=7.0)  # as the engine holds them
+    frozen = freeze(settings)
+    assert isinstance(frozen.tools, ToolSettings)
+    assert {f.name for f in dataclasses.fields(ToolSettings)} == set(
+        Tools.class_traits(config=True))
+    settings.tool_settings.call_timeout = 99.0
+    assert frozen.tools.call_timeout == 7.0 and freeze(settings).tools.call_timeout == 99.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        frozen.tools.call_timeout = 1.0  # type: ignore[misc]
+
+
+def test_a_tool_step_is_given_the_turns_call_timeout():
+    """The step runner hands a tool call the call timeout of the turn's frozen settings, not
+    the live ``c.Tools.call_timeout`` (changed here after the turn's settings were made)."""
+    from oi_kernel.core.executor import ExecResult
+    from oi_kernel.core.steps import StepRunner
+    from oi_kernel.core.tools import Tools
+    from oi_kernel.core.types import CodeBlock
+
+    live = Tools(call_timeout=12.0)
+    engine = EngineSettings(step_timeout=0)  # (else the step's timeout bounds the call)
+    engine.tool_settings = live
+    turn = freeze(engine)
+    live.call_timeout = 500.0
+    given: list[float] = []
+
+    class Toolbox:
+        async def run(self, block: CodeBlock, timeout: float) -> ExecResult:
+            given.append(timeout)
+            return ExecResult(status="ok")
+
+    runner = StepRunner(lambda: turn, None, None, None, None,  # type: ignore[arg-type]
+                        toolbox=Toolbox(), secrets=None, rollback=None,  # type: ignore[arg-type]
+                        log=None)  # type: ignore[arg-type]
+    result = asyncio.run(runner._run_with_timeout(CodeBlock("json", "{}", tool="t")))
+    assert result is not None and result.status == "ok"
+    assert given == [12.0]

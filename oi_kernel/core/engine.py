@@ -115,8 +115,8 @@ class Engine(EngineSettings):
                                  conversation=self.conversation, undo=self.undo,
                                  log_path=lambda: getattr(self.recorder, "path", None))
         self.steps = StepRunner(self.settings, executor, approver, llm, self.publish,
-                                toolbox=self.toolbox, tool_settings=self.tool_settings,
-                                secrets=self.secrets, rollback=self.rollback, log=self.log,
+                                toolbox=self.toolbox, secrets=self.secrets,
+                                rollback=self.rollback, log=self.log,
                                 author=author)
         self.usage = Usage()
         self._budget_noticed = False
@@ -233,7 +233,7 @@ class Engine(EngineSettings):
     def tool_budget_tokens(self) -> int:
         """How many tokens of tool definitions (beyond ``execute``) a request may carry."""
         window = self.llm.context_window() or 32_000
-        return max(1_500, int(window * self.tool_settings.budget_fraction))
+        return max(1_500, int(window * self.settings().tools.budget_fraction))
 
     async def _prepare_tools(self, emit: EventSink) -> Offer | None:
         """Start the MCP servers (first turn; bounded) and choose what this request offers."""

@@ -32,7 +32,7 @@ from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.small_model import policy_for
 from oi_kernel.core.step_seams import StepEnd, StepSettings, offered_languages
-from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec, tool_flags
+from oi_kernel.core.tools import FIND, Toolbox, ToolSpec, tool_flags
 from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of, with_context
 from oi_kernel.core.types import (
     ApprovalRequest,
@@ -98,7 +98,7 @@ class StepRunner:
     fence around outside text."""
 
     def __init__(self, settings: Callable[[], StepSettings], executor: Executor, approver: Approver,
-                 model: Model, record: EventSink, *, toolbox: Toolbox, tool_settings: Tools,
+                 model: Model, record: EventSink, *, toolbox: Toolbox,
                  secrets: SecretSet, rollback: Rollback, log: logging.Logger,
                  author: str = "") -> None:
         self._settings = settings  # the running turn's, frozen (``Engine.settings``)
@@ -107,7 +107,6 @@ class StepRunner:
         self.model = model
         self.record = record
         self.toolbox = toolbox
-        self.tool_settings = tool_settings
         self.secrets = secrets
         self.rollback = rollback
         self.log = log
@@ -449,7 +448,7 @@ class StepRunner:
         of the child (and a restart if it will not stop). A cancellation from
         outside (the user's interrupt) still propagates.
         """
-        run = (self.toolbox.run(block, self.step_timeout or self.tool_settings.call_timeout)
+        run = (self.toolbox.run(block, self.step_timeout or self.settings.tools.call_timeout)
                if block.tool else self.executor.run(block, context=context))
         timeout = min(t for t in (self.step_timeout, limit, float("inf")) if t)
         if timeout == float("inf"):

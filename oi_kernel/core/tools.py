@@ -64,6 +64,16 @@ class Tools(config.Remembered):
         "your sessions. Default: mcp-pins.json in the Jupyter data directory's oi_kernel "
         "folder. Env: OI_MCP_PINS.").tag(env="OI_MCP_PINS", env_kind="elsewhere")
 
+    def freeze(self) -> Any:
+        """These settings now (a ``ToolSettings``), frozen: what a turn uses."""
+        return config.freeze_into(ToolSettings, self)
+
+
+ToolSettings = config.frozen_class(
+    Tools, "ToolSettings", __name__,
+    "The tools' settings as one turn uses them: every ``c.Tools.*`` trait, read once when the "
+    "turn starts (``Tools.freeze``, part of the engine's ``TurnSettings``).")
+
 
 
 @dataclass

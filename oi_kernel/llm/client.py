@@ -22,7 +22,6 @@ import asyncio
 import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import make_dataclass
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Enum, Float, Integer, Unicode, default, validate
@@ -119,7 +118,7 @@ class LLM(config.Remembered):
     def freeze(self) -> Any:
         """The model's settings now (a ``ModelSettings``: every ``c.LLM.*`` trait), frozen:
         what a turn uses."""
-        return ModelSettings(**{name: getattr(self, name) for name in _FIELDS})
+        return config.freeze_into(ModelSettings, self)
 
     def pinned(self, settings: Any) -> AbstractContextManager[None]:
         """A block in which the model is asked with ``settings`` (a turn's, from ``freeze``):
@@ -390,11 +389,8 @@ def _pin(llm: LLM, settings: Any) -> Iterator[None]:
         llm._pinned = outer
 
 
-_FIELDS = tuple(sorted(LLM.class_traits(config=True)))
-ModelSettings = make_dataclass("ModelSettings", [(name, Any) for name in _FIELDS],
-                               frozen=True, slots=True)
-ModelSettings.__module__ = __name__
-ModelSettings.__doc__ = (
+ModelSettings = config.frozen_class(
+    LLM, "ModelSettings", __name__,
     "The model's settings as one turn uses them: every ``c.LLM.*`` trait, read once when the "
     "turn starts (``LLM.freeze``, part of the engine's ``TurnSettings``) and never changed "
     "while it runs.")
