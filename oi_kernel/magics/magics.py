@@ -102,7 +102,7 @@ class OIMagics(Magics):
         self.guard = InterruptGuard(_run_code_codes(shell))
         self.frontend: KernelFrontend | TerminalFrontend | None = None
         approver = WidgetApprover(
-            self._publish,
+            self._send_iopub,
             lambda: self.frontend is not None and self.frontend.widgets,
             fallback=StdinApprover(self._ask),
         )
@@ -129,14 +129,14 @@ class OIMagics(Magics):
         from oi_kernel.session.status import status_fields
 
         comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic",
-                              details=lambda: status_fields(self.oi), publish=self._publish)
+                              details=lambda: status_fields(self.oi), send_iopub=self._send_iopub)
         comms.register_target(getattr(kernel, "comm_manager", None))
         return comms
 
     # ------------------------------------------------------------------ plumbing
-    def _publish(self, msg_type: str, content: dict[str, Any]) -> None:
+    def _send_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
         if self.frontend is not None:
-            self.frontend.publish(msg_type, content)
+            self.frontend.send_iopub(msg_type, content)
 
     async def _ask(self, prompt: str) -> str:
         assert self.frontend is not None
@@ -153,7 +153,7 @@ class OIMagics(Magics):
         the executor captures)."""
         context = frontend.context
         # The card, or the stdin prompt, shows a block that needs approval.
-        view: Any = TurnView(frontend.publish,
+        view: Any = TurnView(frontend.send_iopub,
                              shows_code=not (frontend.widgets or context.allow_stdin),
                              live=live_display(self.oi.display, frontend.widgets),
                              pieces=context.allow_stdin)
