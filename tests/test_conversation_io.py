@@ -60,7 +60,7 @@ def test_steps_come_from_tool_calls_and_fences_with_what_really_ran():
         (3, "c = 3\nprint(c)", "skipped"),
     ]
     saved = cio.SavedConversation(CONVERSATION, STARTS, steps=steps)
-    assert [b.code for b in cio.replay_blocks(saved)] == ["a = 1", "b = 20  # edited"]
+    assert [b.code for b in cio.rebuild_blocks(saved)] == ["a = 1", "b = 20  # edited"]
 
 
 @pytest.mark.unit

@@ -30,7 +30,7 @@ from oi_kernel.core.events import (
 from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
-from oi_kernel.core.small_model import policy_for
+from oi_kernel.core.small_model import handling_for
 from oi_kernel.core.step_seams import StepEnd, StepSettings, offered_languages
 from oi_kernel.core.tools import FIND, Toolbox, ToolSpec, tool_flags
 from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of, with_context
@@ -92,7 +92,7 @@ NOT_REACHED = "Not run: the user stopped this instruction."
 class StepRunner:
     """Runs proposed blocks through review, decision and execution. It is given what it
     uses: the settings, where code runs (``executor``, ``toolbox``), how a decision is asked
-    (``approver``, which the session may wrap later), the model (its policy shapes the
+    (``approver``, which the session may wrap later), the model (its handling shapes the
     feedback), ``record`` (what only the session log records) and the rollback part. It
     keeps what only the steps need: the variables whose values came from outside, and the
     fence around outside text."""
@@ -381,8 +381,8 @@ class StepRunner:
               result: ExecResult, flags: str) -> StepDone:
         """A step that ran to its end: its outputs and the feedback the model reads (outputs
         masked, outside text fenced, changes summarised)."""
-        policy = policy_for(self.model, self.settings)
-        text = result.message or policy.output_text(result.outputs, block.code,
+        handling = handling_for(self.model, self.settings)
+        text = result.message or handling.output_text(result.outputs, block.code,
                                                     self.settings.max_output_chars)
         text = self.secrets.redact(text)  # before the LLM sees it
         found = self._outside(block, spec, result, text)
@@ -391,7 +391,7 @@ class StepRunner:
             feedback = prompts.tool_feedback(result.status, text, outside, self.fence)
         else:
             feedback = _with_changes(prompts.step_feedback(
-                result.status, text, flags, block.code, policy.small, outside, self.fence),
+                result.status, text, flags, block.code, handling.small, outside, self.fence),
                 ran.changes)
         return StepDone(replace(ran, status=result.status, outputs=result.outputs,
                                 feedback=feedback), turn, block, spec,

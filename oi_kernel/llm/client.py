@@ -7,7 +7,7 @@ nothing has streamed yet, and turns every litellm/openai/httpx exception into an
 ``LLMToolsUnsupportedError`` (remembered: the next requests go without them).
 
 Small-model mode (``small_model``): whether the engine treats the model as a small one
-(``core.small_model.SmallModelPolicy``). "auto" decides from the model's name, and from
+(``core.small_model.SmallModelHandling``). "auto" decides from the model's name, and from
 its server when the name does not say (``model_info``; asked once, off the event loop, in
 ``prepare()`` before a turn's first request).
 

@@ -30,7 +30,7 @@ from oi_kernel.errors import OIError
 FORMAT = "oi-conversation"
 VERSION = 1
 DEFAULT_PATH = "oi-conversation.json"
-REPLAY_STATUSES = ("ok", "unknown")  # steps that ran cleanly (or may have: hand-made files)
+REBUILD_STATUSES = ("ok", "unknown")  # steps that ran cleanly (or may have: hand-made files)
 
 
 class ConversationFileError(OIError):
@@ -175,12 +175,12 @@ def _check(messages: Any, starts: Any, where: str) -> None:
         raise ConversationFileError(f"{where}: {exc}") from None
 
 
-def replay_blocks(saved: SavedConversation) -> list[CodeBlock]:
+def rebuild_blocks(saved: SavedConversation) -> list[CodeBlock]:
     """The code steps to run again to rebuild the Python state: those that ran without error."""
     return [
         CodeBlock(str(s.get("language") or "python"), str(s.get("code") or ""))
         for s in saved.steps
-        if s.get("status") in REPLAY_STATUSES and str(s.get("code") or "").strip()
+        if s.get("status") in REBUILD_STATUSES and str(s.get("code") or "").strip()
     ]
 
 
@@ -254,7 +254,7 @@ def load_message(saved: SavedConversation, model: str, replay: bool, prefix: str
     )
     if saved.model and saved.model != model:
         text += f" It was saved with model `{saved.model}` (now `{model}`: `{prefix}model` switches)."
-    count = len(replay_blocks(saved))
+    count = len(rebuild_blocks(saved))
     if replay:
         text += f" Replaying {count} code step{'s' if count != 1 else ''} to rebuild the state."
     elif count:

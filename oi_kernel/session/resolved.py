@@ -142,7 +142,7 @@ def model_description(llm: Any, engine: Any) -> str:
                      "instruction, its drafts are checked before you are asked and compared "
                      f"with {f'up to {samples}' if samples > 0 else 'no'} more samples "
                      "(OI_SMALL_MODEL_SAMPLES), a reply that is only code is recognised as "
-                     f"code, and each instruction gets at most {engine.policy.step_limit()} LLM calls.")
+                     f"code, and each instruction gets at most {engine.handling.step_limit()} LLM calls.")
     if llm.is_embedded:
         code = "fenced code blocks (the embedded model has no tool calls)"
     elif said := llm.tools_refused():
