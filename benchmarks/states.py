@@ -11,6 +11,10 @@ in a real child kernel (``ChildRunner``), measured in the same run.
 Goal: save <= the checkpoint's time; restore <= 1 s plus the file copies.
 
     python benchmarks/states.py [--repeat 5] [--gb 1.0] [--against TREE ...] [--blocks 2]
+                                [--pause SECONDS]
+
+``--pause``: seconds between the 1 GB save and its restore, as a user works in between
+(the state's fork writes the namespace in that time; 0, the default, restores at once).
 
 ``--against TREE``: the same scenarios with another tree's ``oi_kernel`` (e.g. a worktree of
 main), each tree in its own process and child kernel, in ``--blocks`` blocks of rounds
@@ -123,8 +127,8 @@ async def small(repeat: int) -> dict[str, list[float]]:
     return rounds
 
 
-async def dataframe(gb: float, repeat: int) -> dict[str, list[float]]:
-    """Scenario 2: a DataFrame of ``gb`` GB."""
+async def dataframe(gb: float, repeat: int, pause: float = 0.0) -> dict[str, list[float]]:
+    """Scenario 2: a DataFrame of ``gb`` GB; ``pause`` seconds between save and restore."""
     from oi_kernel.execution.child import ChildKernel
     from oi_kernel.execution.runner import ChildRunner
 
@@ -143,6 +147,7 @@ async def dataframe(gb: float, repeat: int) -> dict[str, list[float]]:
                 save, info = await timed(runner, "state_save", r + 1, store + "/s", BUDGET)
                 assert info["fork"], info
                 await run_code(runner, "df = None")
+                await asyncio.sleep(pause)
                 back, report = await timed(runner, "state_restore", r + 1, store + "/s")
                 assert "df" in report["variables"] and not report["problems"], report
                 await run_code(runner, f"assert df.shape == ({rows}, 8) and df.iloc[-1, -1] == 1")
@@ -156,10 +161,11 @@ async def dataframe(gb: float, repeat: int) -> dict[str, list[float]]:
     return rounds
 
 
-def in_tree(tree: str, scenario: str, repeat: int, gb: float) -> dict[str, list[float]]:
+def in_tree(tree: str, scenario: str, repeat: int, gb: float,
+            pause: float = 0.0) -> dict[str, list[float]]:
     """Run one scenario with ``tree``'s ``oi_kernel`` in a process of its own."""
     command = [sys.executable, __file__, "--worker", scenario, "--tree", tree,
-               "--repeat", str(repeat), "--gb", str(gb)]
+               "--repeat", str(repeat), "--gb", str(gb), "--pause", str(pause)]
     env = {**os.environ, "PYTHONPATH": tree}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
@@ -175,7 +181,7 @@ def measure(trees: list[str], args: argparse.Namespace) -> dict[str, dict[str, d
         order = trees if block % 2 == 0 else trees[::-1]
         for scenario, repeat in (("small", args.repeat), ("df", df_repeat)):
             for tree in order:
-                got = in_tree(tree, scenario, repeat, args.gb)
+                got = in_tree(tree, scenario, repeat, args.gb, args.pause)
                 for key, values in got.items():
                     out[tree][scenario].setdefault(key, []).extend(values)
     return out
@@ -206,18 +212,21 @@ def main() -> None:
     parser.add_argument("--against", action="append", default=[], help="another tree")
     parser.add_argument("--blocks", type=int, default=2, help="blocks of rounds per tree "
                         "(with --against)")
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds between the 1 GB "
+                        "save and its restore (the user's work in between)")
     parser.add_argument("--worker", choices=("small", "df"), help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         sys.path.insert(0, args.tree)
         run = small(args.repeat) if args.worker == "small" else dataframe(
-            args.gb, args.repeat)
+            args.gb, args.repeat, args.pause)
         print(json.dumps(asyncio.run(run)))
         return
     if not args.against:
         a = asyncio.run(small(args.repeat))
-        report(str(REPO), a, asyncio.run(dataframe(args.gb, max(1, args.repeat // 2))), args.gb)
+        b = asyncio.run(dataframe(args.gb, max(1, args.repeat // 2), args.pause))
+        report(str(REPO), a, b, args.gb)
         return
     trees = [str(REPO), *(str(Path(t).resolve()) for t in args.against)]
     for tree, got in measure(trees, args).items():

@@ -10,12 +10,11 @@ warnings in the next cell it runs (they also go to the kernel's log).
 Configurable classes derive from ``Remembered``, which routes their config through
 ``load_config_tolerantly`` and remembers where each value came from (the config, a keyword
 argument, a profile, the administrator's policy, a session command: ``from_source``);
-a class with ``environment_resolved`` has its environment variables (each trait's ``env`` tag)
-read by the environment step here (``environment_value``) before its config, so the config,
-a keyword argument and everything later override them and the source is exact; the classes
-not moved there yet read the environment in ``@default`` methods with ``env_int``/
-``env_float``/``env_choice``/``env_flag``. ``oi_kernel.session.resolved`` turns that into the
-settings with their sources.
+their environment variables (each trait's ``env`` tag) are read by the environment step
+here (``apply_environment``, ``environment_value``) before their config, so the config, a
+keyword argument and everything later override them and the source is exact (the kernel's
+and the magic's own settings go through the same step). ``oi_kernel.session.resolved`` turns
+that into the settings with their sources.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import fields, make_dataclass
 from typing import Any
 
 from traitlets import All, observe
@@ -218,22 +218,45 @@ def check_floor(obj: Any, name: str, value: Any) -> Any:
 
 
 # ------------------------------------------------------------- the environment step
+def apply_environment(obj: Any) -> None:
+    """The environment step for ``obj``: each configurable setting whose variable is set
+    (``environment_value``) takes its value, remembered as coming from that variable. A value
+    the setting refuses (its ``@validate``) is reported with the variable and the reason, and
+    the default stays. Call it before the config is loaded: everything later overrides it."""
+    for name in obj.trait_names(config=True):
+        if (found := environment_value(obj, name)) is not None:
+            _set_from(obj, name, *found)
+
+
+def _set_from(obj: Any, name: str, value: Any, env: str) -> None:
+    with from_source(env):
+        try:
+            obj.set_trait(name, value)
+        except Exception as exc:  # the setting's own check refused it (a TraitError)
+            raw = os.environ.get(env, "").strip()
+            warn(f"{env}={raw!r} is refused: {_reason(exc)} It is ignored: fix or unset "
+                 f"{env}.{_explain(obj.traits()[name].help)}")
+            return
+    _restore_source(obj, name, env)  # (also when it equals the default: no change event)
+
+
 def environment_value(obj: Any, name: str) -> tuple[Any, str] | None:
     """The value of setting ``name`` from its environment variable (the trait's ``env``
-    tag; ``env_also``: a flag that means ``env_also_value``) and that variable's name; None
-    when it is unset or bad (a bad one is reported with how to fix it: ``warn``). How it is
-    read follows the trait's type, or its ``env_kind`` tag ("number": at least 0; "text": as
-    given; "patterns": comma-separated; "elsewhere": read by its user beside the setting,
-    not as its value)."""
+    tag; ``env_also``: a flag that means ``env_also_value``; ``env_fallbacks``: variables read,
+    in order, when ``env`` is unset) and that variable's name; None when it is unset or bad (a
+    bad one is reported with how to fix it: ``warn``). How it is read follows the trait's
+    type (text is stripped; Bool: 1/0, true/false, yes/no, on/off), or its ``env_kind`` tag
+    ("number": at least 0; "text": as given; "patterns": comma-separated; "paths": separated
+    by ``os.pathsep``; "elsewhere": read by its user beside the setting, not as its value)."""
     trait = obj.traits()[name]
     env, meta = trait.metadata.get("env"), trait.metadata
     if meta.get("env_kind") == "elsewhere":
         return None
-    raw = os.environ.get(env) if env else None
-    if raw is not None and (raw.strip() or meta.get("env_kind") == "text"):
-        value = _read(trait, env, meta.get("env_kind") or type(trait).__name__)
-        if value is not _MISSING:
-            return value, env
+    for variable in (env, *meta.get("env_fallbacks", ())) if env else ():
+        raw = os.environ.get(variable)
+        if raw is not None and (raw.strip() or meta.get("env_kind") == "text"):
+            value = _read(trait, variable, meta.get("env_kind") or type(trait).__name__)
+            return None if value is _MISSING else (value, variable)
     also = meta.get("env_also")
     if also and env_flag(also, help=trait.help):
         return meta["env_also_value"], also
@@ -245,8 +268,14 @@ def _read(trait: Any, env: str, kind: str) -> Any:
     stripped = raw.strip()
     if kind == "text":
         return raw
-    if kind == "patterns":
-        return [p.strip() for p in raw.split(",") if p.strip()]
+    if kind in ("patterns", "paths"):
+        separator = "," if kind == "patterns" else os.pathsep
+        return [p.strip() for p in raw.split(separator) if p.strip()]
+    if kind == "Unicode":
+        return stripped
+    if kind == "Bool":
+        flag = env_flag(env, help=help_text)
+        return _MISSING if flag is None else flag
     if kind == "Enum":
         if stripped.lower() in trait.values:
             return stripped.lower()
@@ -279,6 +308,21 @@ def _number(env: str, raw: str, kind: type, minimum: Any, default: Any, help_tex
     return value
 
 
+def frozen_class(configurable: type, name: str, module: str, doc: str) -> type:
+    """A frozen dataclass with one field per configurable trait of ``configurable`` (the
+    trait is the one declaration): the class of what one turn reads (``freeze_into``)."""
+    made = make_dataclass(name, [(n, Any) for n in sorted(configurable.class_traits(config=True))],
+                          frozen=True, slots=True)
+    made.__module__, made.__doc__ = module, doc
+    return made
+
+
+def freeze_into(kind: type, obj: Any) -> Any:
+    """``obj``'s settings now, as a ``kind`` made by ``frozen_class`` (lists as tuples)."""
+    values = {f.name: getattr(obj, f.name) for f in fields(kind)}
+    return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
 class Remembered(Configurable):
     """A configurable whose bad config values are reported, not fatal, and which remembers
     where each setting's value came from (``setting_sources``: trait name -> source; a trait
@@ -286,17 +330,10 @@ class Remembered(Configurable):
     policy for this session (``session.policy_rules.Floors``), which ``check_floor`` asks."""
 
     floors: Any = None
-    # Whether the environment step (``environment_value``) sets this class's settings before
-    # its config is loaded; classes not yet moved there read the environment in ``@default``.
-    environment_resolved = False
 
     def __init__(self, **kwargs: Any) -> None:
         self.setting_sources: dict[str, str] = {}
-        if self.environment_resolved:  # lowest but the default: config and the rest override
-            for name in self.trait_names(config=True):
-                if (found := environment_value(self, name)) is not None:
-                    with from_source(found[1]):
-                        self.set_trait(name, found[0])
+        apply_environment(self)  # lowest but the default: config and the rest override
         current = _source.get()
         with from_source("keyword argument" if current is None else current):
             super().__init__(**kwargs)

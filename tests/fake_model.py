@@ -4,9 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from oi_kernel.core.types import Reply
+
+
+@dataclass(frozen=True)
+class FrozenName:
+    model: str
 
 
 class FakeModel:
@@ -26,6 +33,12 @@ class FakeModel:
     @property
     def is_small_model(self) -> bool:
         return self.small
+
+    def freeze(self) -> Any:
+        return FrozenName(self.model)
+
+    def pinned(self, settings: Any) -> AbstractContextManager[None]:
+        return nullcontext()
 
     def check_configured(self) -> None:
         pass

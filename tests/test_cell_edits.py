@@ -204,7 +204,7 @@ def test_frontend_comms_learn_the_feature_from_hello_and_route_decisions(monkeyp
                     llm=LLM())
     shown: list[Any] = []
     fc = FrontendComms(engine, lambda: None, kind="ipython-magic",
-                       publish=lambda kind, content: shown.append(content))
+                       send_iopub=lambda kind, content: shown.append(content))
     assert EDIT_CELL in engine.toolbox.builtin and engine.cell_edits is not None
     manager = FakeManager()
     fc.register_target(manager)

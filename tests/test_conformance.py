@@ -3,7 +3,17 @@ with `%%python` cells as the code samples (they bypass the LLM)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import jupyter_kernel_test as jkt
+
+# jupyter_kernel_test reads each output message of a cell with a 0.1 s timeout once the reply
+# is in. The kernel relays a `%%python` cell's output from its child through ipykernel's IOPub
+# thread, so on a loaded 2-core machine (four test workers) the thread can be starved for
+# longer than that (seen once in CI: test_execute_stderr, _queue.Empty). Inside
+# execute_helper the wait per message is raised to LATE_OUTPUT seconds: the order and content
+# checks are unchanged, and a message that never comes still fails the test.
+LATE_OUTPUT = 10.0
 
 
 class OpenInterpreterKernelTests(jkt.KernelTests):
@@ -34,3 +44,16 @@ class OpenInterpreterKernelTests(jkt.KernelTests):
                                "%%bash", "%%bash\nls"]
     code_history_pattern = "%%python\n6*"
     supported_history_operations = ("tail", "range", "search")
+
+    def execute_helper(self, *args: Any, **kwargs: Any) -> Any:
+        channel = self.kc.iopub_channel
+        short_wait = channel.get_msg
+
+        def patient(timeout: float | None = None) -> dict[str, Any]:
+            return short_wait(timeout=None if timeout is None else max(timeout, LATE_OUTPUT))
+
+        channel.get_msg = patient
+        try:
+            return super().execute_helper(*args, **kwargs)
+        finally:
+            del channel.get_msg

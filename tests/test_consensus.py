@@ -1,5 +1,5 @@
 """Self-consistency for small models (``oi_kernel.core.consensus`` and
-``SmallModelPolicy.consensus``): more drafts of the same request, compared as code, and the
+``SmallModelHandling.consensus``): more drafts of the same request, compared as code, and the
 code most drafts without visible mistakes agree on proposed; sampling stops once the choice
 cannot change. The tally as pure logic; the loop through litellm over real HTTP to the
 scripted server (the samples' temperature and seed on the wire), a failed step's code not

@@ -60,7 +60,30 @@ def test_steps_come_from_tool_calls_and_fences_with_what_really_ran():
         (3, "c = 3\nprint(c)", "skipped"),
     ]
     saved = cio.SavedConversation(CONVERSATION, STARTS, steps=steps)
-    assert [b.code for b in cio.replay_blocks(saved)] == ["a = 1", "b = 20  # edited"]
+    assert [b.code for b in cio.rebuild_blocks(saved)] == ["a = 1", "b = 20  # edited"]
+
+
+@pytest.mark.unit
+def test_a_loaded_conversation_keeps_its_outcomes_on_the_conversation_not_in_a_module(tmp_path):
+    from oi_kernel.core.conversation import Conversation
+
+    def engine() -> SimpleNamespace:
+        return SimpleNamespace(conversation=Conversation(), turns=[], publish=lambda e: None,
+                               llm=SimpleNamespace(model="openai/m"),
+                               secrets=SimpleNamespace(values=lambda: []))
+
+    outcomes = {"id:c2": {"code": "b = 20", "status": "error"}}
+    steps = cio.conversation_steps(CONVERSATION, STARTS, outcomes)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cio.to_document(cio.SavedConversation(
+        CONVERSATION, STARTS, "openai/m", steps), [])))
+    first, second = engine(), engine()
+    cio.load(first, path)
+    assert first.conversation.loaded_outcomes["id:c2"]["status"] == "error"
+    again = cio.snapshot(first)  # saved again: the loaded step keeps its outcome
+    assert [(s["code"], s["status"]) for s in again.steps][1] == ("b = 20", "error")
+    assert second.conversation.loaded_outcomes == {}  # nothing shared between engines
+    assert not any(type(v).__name__ == "WeakKeyDictionary" for v in vars(cio).values())
 
 
 def test_outcomes_from_turns_use_the_decided_code():

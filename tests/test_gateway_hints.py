@@ -9,7 +9,9 @@ import getpass
 import pytest
 from tornado import web
 
-from oi_kernel.execution.gateway_options import default_username, gateway_said, refusal_hint
+from oi_kernel.execution.child import ChildKernel
+from oi_kernel.execution.gateway_options import gateway_said, refusal_hint
+from oi_kernel.session.resolved import source_of
 
 pytestmark = pytest.mark.unit
 
@@ -38,15 +40,18 @@ def test_a_refusal_about_nothing_else_points_at_the_token(code):
     assert "OI_CHILD_GATEWAY_TOKEN" in hint
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({"OI_CHILD_GATEWAY_USERNAME": "a", "KERNEL_USERNAME": "b", "JUPYTERHUB_USER": "c"}, "a"),
-    ({"KERNEL_USERNAME": "b", "JUPYTERHUB_USER": "c"}, "b"),
-    ({"JUPYTERHUB_USER": "c"}, "c"),
-    ({}, None),
+@pytest.mark.parametrize(("env", "expected", "source"), [
+    ({"OI_CHILD_GATEWAY_USERNAME": "a", "KERNEL_USERNAME": "b", "JUPYTERHUB_USER": "c"}, "a",
+     "OI_CHILD_GATEWAY_USERNAME"),
+    ({"KERNEL_USERNAME": "b", "JUPYTERHUB_USER": "c"}, "b", "KERNEL_USERNAME"),
+    ({"JUPYTERHUB_USER": "c"}, "c", "JUPYTERHUB_USER"),
+    ({}, None, "default"),
 ])
-def test_the_default_user(monkeypatch, env, expected):
+def test_the_default_user(monkeypatch, env, expected, source):
     for name in ("OI_CHILD_GATEWAY_USERNAME", "KERNEL_USERNAME", "JUPYTERHUB_USER"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert default_username("OI_CHILD_GATEWAY_USERNAME") == (expected or getpass.getuser())
+    child = ChildKernel()
+    assert child.gateway_username == (expected or getpass.getuser())
+    assert source_of(child, "gateway_username") == source  # what %config shows

@@ -56,3 +56,40 @@ def test_without_an_xpub_socket_the_reply_never_waits():
     subs = IOPubSubscribers()
     subs.watch(object())  # ipykernel < 7: a PUB socket, nothing to hear
     assert asyncio.run(subs.first_listener(timeout=5)) is True
+
+
+def test_a_real_iopub_thread_has_the_private_parts_we_hook_and_a_subscriber_is_heard():
+    """kernel.subscribers relies on ipykernel 7's IOPubThread._xpub_stream and
+    _handle_subscription (private): an ipykernel that drops or renames them fails here, not
+    as a client that hangs one start in four."""
+    import asyncio
+
+    import zmq
+    from ipykernel.iostream import IOPubThread
+    from jupyter_client.session import Session
+
+    from oi_kernel.kernel.subscribers import IOPubSubscribers
+
+    context = zmq.Context()
+    xpub = context.socket(zmq.XPUB)
+    port = xpub.bind_to_random_port("tcp://127.0.0.1")
+    thread = IOPubThread(xpub, session=Session(key=b""))  # as IPKernelApp makes it
+    sub = context.socket(zmq.SUB)
+    try:
+        assert getattr(thread, "_xpub_stream", None) is not None, "ipykernel moved _xpub_stream"
+        assert callable(getattr(thread, "_handle_subscription", None)), \
+            "ipykernel moved _handle_subscription"
+        thread.start()
+        subs = IOPubSubscribers()
+        subs.watch(thread)
+        sub.connect(f"tcp://127.0.0.1:{port}")
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        assert asyncio.run(subs.first_listener(timeout=10)) is True
+        assert subs.count == 1
+        welcome = sub.recv_multipart(flags=0) if sub.poll(10_000) else []
+        assert b"iopub_welcome" in b"".join(welcome)  # ipykernel's own handler still runs
+    finally:
+        thread.stop()
+        thread.close()
+        sub.close(linger=0)
+        context.term()

@@ -283,7 +283,7 @@ def _runner(approval: str) -> StepRunner:
     """A step runner with only its settings (the review and ``needs_approval`` read no more)."""
     host = _Host(approval)
     return StepRunner(lambda: host, None, None, None, lambda event: None,  # type: ignore
-                      **dict.fromkeys(("toolbox", "tool_settings", "secrets", "rollback", "log")))
+                      **dict.fromkeys(("toolbox", "secrets", "rollback", "log")))
 
 
 class _Host:

@@ -348,6 +348,7 @@ def test_plain_json_check_agrees_with_its_definition(data: object) -> None:
 
 
 @pytest.mark.kernel
+@pytest.mark.timeout(300)  # two processes, each importing litellm
 def test_our_process_skips_litellm_work_that_grows_with_the_session() -> None:
     """In the kernel's process litellm's logging payload is not scanned for base64 images
     (nobody reads it; the scan walked the whole conversation twice per reply) and the
@@ -395,6 +396,7 @@ print(json.dumps([text, finalised.count("AsyncStream.__aiter__")]))
 
 
 @pytest.mark.kernel
+@pytest.mark.timeout(300)  # two processes, each importing litellm
 def test_our_process_reads_sdk_streams_without_a_wrapper_per_chunk(
         llm_server: ScriptedLLMServer) -> None:
     """litellm starts a new ``async for`` over the openai SDK's stream for every chunk; in
@@ -436,6 +438,7 @@ print(json.dumps([patched, *asyncio.run(main())]))
 
 
 @pytest.mark.kernel
+@pytest.mark.timeout(300)  # two processes, each importing litellm
 def test_our_process_leaves_a_stream_it_has_not_read_unpriced(
         llm_server: ScriptedLLMServer) -> None:
     """In the kernel's process litellm does not price the stream object it returns before
@@ -493,6 +496,7 @@ print(json.dumps([len(builds), len(seen), [[r.text, [[c.name, c.arguments] for c
 
 
 @pytest.mark.kernel
+@pytest.mark.timeout(400)  # three processes, each importing litellm: ~100 s at load 13
 @pytest.mark.parametrize("model", ["openai/scripted", "ollama_chat/llama3.1:70b",
                                    "anthropic/claude-3-5-sonnet-latest"])
 def test_our_process_skips_litellms_logging_pass_after_the_last_chunk(

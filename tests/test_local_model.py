@@ -151,10 +151,10 @@ def _turn_with(*steps: tuple[str, str]) -> Any:
 )
 def test_small_model_turn_ending(small, steps, new, done):
     from oi_kernel.core.engine import Engine
-    from oi_kernel.core.small_model import policy_for
+    from oi_kernel.core.small_model import handling_for
 
     llm = LLM(model="local/smollm2" if small else "gpt-4o-mini")
-    policy = policy_for(llm, Engine(executor=None, approver=None, llm=llm))
+    policy = handling_for(llm, Engine(executor=None, approver=None, llm=llm))
     assert policy.turn_done(_turn_with(*steps), new) is done
 
 

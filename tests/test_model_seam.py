@@ -93,7 +93,8 @@ def test_the_protocol_names_what_the_engine_uses():
     assert attributes == {"model"}
     assert set(methods) == {
         "is_small_model", "check_configured", "prepare", "take_notice", "uses_tools",
-        "count_tokens", "context_window", "supports_vision", "secrets", "stream", "sample"}
+        "count_tokens", "context_window", "supports_vision", "secrets", "stream", "sample",
+        "freeze", "pinned"}
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS, ids=lambda c: c.__name__)

@@ -8,12 +8,13 @@ import dataclasses
 import json
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oi_kernel.core.recorded import record_kinds
+from oi_kernel.core.recorded import record_kinds, recorded_classes
 from oi_kernel.record import records as R
 from oi_kernel.record.export import build_notebook
 from oi_kernel.record.listing import tail_text
@@ -241,3 +242,30 @@ def test_requests_are_rebuilt_from_typed_records_or_lines() -> None:
     typed, raw = llm_requests(read_records(GOLDEN)), llm_requests(read_log(GOLDEN))
     assert typed == raw and len(typed) == 6
     assert typed[0][0]["role"] == "system" and len(typed[1]) > len(typed[0])
+
+
+# ----------------------------------------------------------------------------- one declaration
+
+
+@pytest.mark.parametrize("cls", [c for c in recorded_classes() if c.reads is not None],
+                         ids=lambda c: c.__name__)
+def test_a_record_type_is_the_view_of_its_event_class(cls: type) -> None:
+    """A record's fields are declared once, in its event class's ``reads``: the record type
+    is made from them, and what the class writes reads back typed, field for field."""
+    from tests.test_event_values import as_json, example
+
+    event = example(cls)
+    kind = event.written_kind()
+    view = R.kinds()[kind]
+    assert [f.name for f in own_fields(view)] == list(cls.reads_of(kind))
+    record = R.parse_record({"v": 1, "seq": 1, "event": kind, **as_json(event.to_record())})
+    assert type(record) is view and record.defects == ()
+    passed_on = {k for f in dataclasses.fields(event) if isinstance(v := getattr(event, f.name),
+                                                                  Mapping) for k in v}
+    written = set(as_json(event.to_record())) - passed_on  # (fields a mapping passes on)
+    assert written <= set(cls.reads_of(kind)), f"{cls.__name__} writes fields it does not read"
+
+
+def test_a_kind_without_reads_is_an_event_record() -> None:
+    assert not [k for k, c in record_kinds().items() if c.reads_of(k) is None and k in R.kinds()]
+    assert type(R.parse_record({"event": "preview", "turn": 1})) is R.EventRecord

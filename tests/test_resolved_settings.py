@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,86 @@ def test_engine_defaults_are_plain_and_the_environment_is_a_source(isolated, mon
 
 
 @pytest.mark.unit
+def test_the_model_child_gateway_and_sandbox_settings_come_from_the_environment_step(
+        isolated, monkeypatch):  # noqa: F811
+    grant = isolated / "data"
+    grant.mkdir()
+    for name, value in {"OI_MODEL": "openai/x", "OI_API_BASE": "http://127.0.0.1:9/v1",
+                        "OI_TOOL_MODE": "markdown", "OI_SMALL_MODEL": "OFF",
+                        "OI_CHILD_KERNEL": "python3", "OI_CHILD_STARTUP_TIMEOUT": "9",
+                        "OI_SANDBOX": "yes", "OI_MEMORY_LIMIT": " 2G ",
+                        "OI_CHILD_GATEWAY_VALIDATE_CERT": "0",
+                        "OI_CHILD_GATEWAY_CONNECT_TIMEOUT": "5",
+                        "OI_SANDBOX_READ": f"{grant}{os.pathsep}"}.items():
+        monkeypatch.setenv(name, value)
+    cfg = Config()
+    cfg.LLM.tool_mode = "tools"  # the config overrides the environment
+    s = new_session(isolated, cfg)
+    settings = resolve(s)
+    for name, value, source in [
+        ("model", "openai/x", "OI_MODEL"), ("api_base", "http://127.0.0.1:9/v1", "OI_API_BASE"),
+        ("tool_mode", "tools", "c.LLM.tool_mode"), ("small_model", "off", "OI_SMALL_MODEL"),
+        ("startup_timeout", 9.0, "OI_CHILD_STARTUP_TIMEOUT"), ("sandbox", True, "OI_SANDBOX"),
+        ("memory_limit", "2G", "OI_MEMORY_LIMIT"),
+        ("gateway_validate_cert", False, "OI_CHILD_GATEWAY_VALIDATE_CERT"),
+        ("gateway_connect_timeout", 5.0, "OI_CHILD_GATEWAY_CONNECT_TIMEOUT"),
+        ("gateway_request_timeout", 20.0, "default"), ("kernel_name", "python3", "OI_CHILD_KERNEL"),
+        ("read_paths", [str(grant)], "OI_SANDBOX_READ"),
+    ]:
+        assert (settings[name].value, settings[name].source) == (value, source), name
+    assert "- `memory_limit`: `2G` — OI_MEMORY_LIMIT" in command(s, "config memory")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name, raw, said", [
+    ("OI_TOOL_MODE", "yaml", "OI_TOOL_MODE='yaml' is not one of auto/tools/markdown; using 'auto'."),
+    ("OI_CHILD_STARTUP_TIMEOUT", "0", "OI_CHILD_STARTUP_TIMEOUT='0' is not a number of at least "
+     "0.1; using 60.0."),
+    ("OI_SANDBOX", "maybe", "OI_SANDBOX='maybe' is not on/off (1/0, true/false, yes/no); ignored."),
+    ("OI_CHILD_GATEWAY_URL", "ftp://gw", "OI_CHILD_GATEWAY_URL='ftp://gw' is refused: 'ftp://gw' "
+     "is not a gateway URL: it must start with http:// or https://"),
+    ("OI_CHILD_GATEWAY_HEADERS", "{x", "OI_CHILD_GATEWAY_HEADERS='{x' is refused: not JSON"),
+    ("OI_CHILD_GATEWAY_REQUEST_TIMEOUT", "soon", "OI_CHILD_GATEWAY_REQUEST_TIMEOUT='soon' is not "
+     "a number; using 20.0."),
+])
+def test_a_bad_model_or_child_variable_names_itself_and_keeps_the_default(
+        isolated, monkeypatch, name, raw, said):  # noqa: F811
+    monkeypatch.setenv(name, raw)
+    config.take_warnings()
+    s = new_session(isolated)
+    warnings = config.take_warnings()
+    assert any(w.startswith(said) for w in warnings), warnings
+    owner = s.engine.llm if name == "OI_TOOL_MODE" else s.child
+    trait = next(t for t, v in owner.traits(config=True).items() if v.metadata.get("env") == name)
+    assert getattr(owner, trait) == owner.trait_defaults(trait)
+    assert resolve(s)[trait].source == "default"
+
+
+@pytest.mark.unit
+def test_the_kernel_magic_and_local_model_read_their_variables_in_the_same_step(monkeypatch):
+    from oi_kernel.kernel.kernel import OIKernel
+    from oi_kernel.llm.local import LocalModel
+    from oi_kernel.magics.magics import OIMagics
+
+    monkeypatch.setenv("OI_DISPLAY", "text")
+    monkeypatch.setenv("OI_APPROVAL_UI", "sideways")
+    monkeypatch.setenv("OI_LOCAL_MODEL_PATH", "/models/m.gguf")
+    config.take_warnings()
+    for cls in (OIKernel, OIMagics):
+        obj = cls.__new__(cls)
+        config.apply_environment(obj)
+        assert (obj.display, obj.approval_ui) == ("text", "auto")
+    assert any(w.startswith("OI_APPROVAL_UI='sideways' is not one of auto/widget/stdin")
+               for w in config.take_warnings())
+    local = LocalModel()
+    assert (local.model_path, local.setting_sources["model_path"]) == (
+        "/models/m.gguf", "OI_LOCAL_MODEL_PATH")
+    cfg = Config()
+    cfg.LocalModel.model_path = "/elsewhere.gguf"
+    assert LocalModel(config=cfg).model_path == "/elsewhere.gguf"  # the config wins
+
+
+@pytest.mark.unit
 def test_a_bad_profile_value_names_the_file_and_the_choices(isolated):  # noqa: F811
     path = write_profile(isolated / "project" / ".oi" / "profiles", "bad", "approval: sometimes\n")
     s = new_session(isolated)
@@ -213,9 +294,14 @@ def test_a_bad_command_value_says_the_usage(isolated):  # noqa: F811
 def test_config_in_the_kernel_and_in_the_magic(_server, tmp_path):
     from tests.test_magics import start_kernel
 
-    env = kernel_env(_server, tmp_path, OI_STEP_TIMEOUT="300")
+    env = kernel_env(_server, tmp_path, OI_STEP_TIMEOUT="300", OI_MEMORY_LIMIT="3G",
+                     OI_SMALL_MODEL="off")
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
-        assert "- `step_timeout`: `300` — OI_STEP_TIMEOUT" in ks.execute("%config").text
+        text = ks.execute("%config").text
+        assert "- `step_timeout`: `300` — OI_STEP_TIMEOUT" in text
+        assert "- `memory_limit`: `3G` — OI_MEMORY_LIMIT" in text
+        assert "- `small_model`: `off` — OI_SMALL_MODEL" in text
+        assert "- `model`: `openai/scripted` — OI_MODEL" in text
         ks.execute("%approval risky")
         assert "- `approval`: `risky` — %approval" in ks.execute("%config approval").text
     ks = start_kernel(_server, tmp_path)

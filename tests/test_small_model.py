@@ -22,7 +22,7 @@ import pytest
 from oi_kernel.core import examples, prompts
 from oi_kernel.core.engine import Engine
 from oi_kernel.core.executor import ExecResult
-from oi_kernel.core.small_model import SmallModelPolicy
+from oi_kernel.core.small_model import SmallModelHandling
 from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext
 from oi_kernel.core.types import CodeBlock, StepRecord, Turn
 from oi_kernel.llm.client import LLM
@@ -300,9 +300,9 @@ def test_small_models_stop_at_their_own_step_cap():
     turn = _run(engine, "What is 1 + 1?")
     assert turn.llm_calls == 3 and len(executor.ran) == 3
     assert turn.end_reason == "max_steps"
-    assert engine.policy.step_limit() == 3
+    assert engine.handling.step_limit() == 3
     engine.max_steps = 2
-    assert engine.policy.step_limit() == 2  # the lower of the two
+    assert engine.handling.step_limit() == 2  # the lower of the two
 
 
 def test_repeating_the_same_failed_code_ends_the_turn():
@@ -316,7 +316,7 @@ def test_repeating_the_same_failed_code_ends_the_turn():
 
 
 def test_turn_ending_reads_the_feedback():
-    policy = SmallModelPolicy(Engine(executor=None, approver=None, llm=LLM(model="local/smollm2")))
+    policy = SmallModelHandling(Engine(executor=None, approver=None, llm=LLM(model="local/smollm2")))
     turn = Turn(index=1, instruction="x")
     record = StepRecord(index=1, block=CodeBlock("python", "y = 2"), status="ok",
                         feedback=prompts.step_feedback("ok", "", code="y = 2", small=True))

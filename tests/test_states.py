@@ -82,6 +82,41 @@ def test_a_state_outlives_a_sigkilled_kernel_through_its_recorded_steps(llm_serv
         assert (tmp_path / "runs.txt").read_text() == "loaded\n"  # as the state had it
 
 
+# Started by a cell: waits (in the kernel's child) until the state's copies are under way in
+# their thread (``later``, started when ``%state save`` returns), then changes the file, as a
+# process or thread other than a cell may do in that window.
+CHANGER = """import sys, threading, time
+def _change():
+    end = time.time() + 60
+    while time.time() < end:
+        if any(f.f_code.co_name == 'later' for f in sys._current_frames().values()):
+            open('data.txt', 'w').write('changed after the save')
+            return
+        time.sleep(0.0005)
+_changer = threading.Thread(target=_change, daemon=True)
+_changer.start()
+"""
+
+
+def test_a_file_changed_while_the_state_copies_it_is_said_on_restore(llm_server, tmp_path):
+    with KernelSession(env=kernel_env(llm_server, tmp_path, OI_AUTO_RUN="1"),
+                       cwd=str(tmp_path)) as ks:
+        _py(ks, "open('data.txt', 'w').write('as saved')\nx = 1\n" + CHANGER)
+        assert ks.execute("%state save S1").status == "ok"
+        _py(ks, "_changer.join(60)\nassert not _changer.is_alive()")
+        assert (tmp_path / "data.txt").read_text() == "changed after the save"
+        _py(ks, "open('data.txt', 'w').write('later work')")
+        back = ks.execute("%state restore S1")
+        assert back.status == "ok", back.text
+        now = (tmp_path / "data.txt").read_text()
+        # either the copy was made before the change (the state has the file as saved), or
+        # the state keeps what was copied and the restore says so: never a silent change
+        assert now == "as saved" or (
+            now == "changed after the save"
+            and "Changed while the state was being saved" in back.text
+            and "`data.txt`" in back.text.split("Changed while")[1]), (now, back.text)
+
+
 def test_the_model_proposes_a_restore_and_it_asks_like_a_step(llm_server, tmp_path):
     asked: list[str] = []
 

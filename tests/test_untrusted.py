@@ -170,7 +170,7 @@ def test_the_flag_names_each_source_and_step():
 
 _NO_SEAMS: tuple[Any, ...] = (None, None, None, lambda event: None)
 _NO_PARTS: dict[str, Any] = dict.fromkeys(
-    ("toolbox", "tool_settings", "secrets", "rollback", "log"))
+    ("toolbox", "secrets", "rollback", "log"))
 
 
 class _Host:

@@ -5,7 +5,7 @@ classes (``oi_kernel.core.events``): each recorded event names its record kind
     python docs/_ext/event_table.py          # rewrite the table in docs/session-log.md
     python docs/_ext/event_table.py --check  # exit 1 when the committed table is stale
 
-tests/test_event_table.py fails when the committed table is stale.
+tests/test_log_format.py fails when the committed table is stale.
 """
 
 from __future__ import annotations

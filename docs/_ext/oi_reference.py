@@ -4,7 +4,7 @@ Both are read from the code at build time, so they cannot drift from it:
 
 - the configuration reference from the traitlets classes (their ``help`` strings, types and
   defaults) and the environment variable each trait declares in its ``env`` tag (the same tag
-  the resolver's environment step, ``config.environment_value``, reads, or its ``@default``);
+  the resolver's environment step, ``config.environment_value``, reads);
 - the magics reference from the command table (``oi_kernel.session.commands.COMMANDS``).
 
 ``write_all(out_dir)`` writes ``config.md`` and ``magics.md`` (MyST Markdown) there; the pages
@@ -131,6 +131,8 @@ def env_text(trait: Any) -> str:
     text = f"`{env}`"
     if trait.metadata.get("env_also"):
         text += f", `{trait.metadata['env_also']}`"
+    for fallback in trait.metadata.get("env_fallbacks", ()):
+        text += f", else `{fallback}`"
     return text
 
 

@@ -31,10 +31,9 @@ from typing import Any
 
 from oi_kernel.approval.card_preview import CardPreview
 from oi_kernel.core import four_eyes, identity
-from oi_kernel.core.types import ApprovalRequest, Decision
+from oi_kernel.core.types import ApprovalRequest, Decision, SendIOPub
 from oi_kernel.safety.visible import has_hidden, hidden_findings, needs_marking, visible
 
-Publish = Callable[[str, dict[str, Any]], None]
 Listener = Callable[[dict[str, Any]], None]
 
 # The card's own mime type, next to the widget view: the JupyterLab extension renders it in
@@ -293,7 +292,7 @@ class ApprovalCard:
                 pass
 
     # ------------------------------------------------------------------ display
-    def show(self, publish: Publish) -> None:
+    def show(self, send_iopub: SendIOPub) -> None:
         _PENDING[self.display_id] = self
         data = {
             "application/vnd.jupyter.widget-view+json": {
@@ -304,15 +303,15 @@ class ApprovalCard:
                           f"{self.request.tool or visible(self.request.block.language)}"
                           + (", recognised as code]" if self.request.block.bare else "]"),
         }
-        publish("display_data", {"data": data, "metadata": {},
+        send_iopub("display_data", {"data": data, "metadata": {},
                                  "transient": {"display_id": self.display_id}})
 
-    def finish(self, publish: Publish, decision: Decision) -> Decision:
+    def finish(self, send_iopub: SendIOPub, decision: Decision) -> Decision:
         """Replace the card by its static record and release the widgets; the decision,
         with where it is shown (``Decision.shown``)."""
         record = record_html(self.request, decision)
         plain = record_plain(self.request, decision)
-        publish("update_display_data", {
+        send_iopub("update_display_data", {
             "data": {"text/html": record, "text/plain": plain}, "metadata": {},
             "transient": {"display_id": self.display_id}})
         shown = {"display_id": self.display_id, "html": record, "plain": plain}
@@ -433,9 +432,9 @@ class WidgetApprover:
 
     shows_code = True
 
-    def __init__(self, publish: Publish, widgets_available: Callable[[], bool],
+    def __init__(self, send_iopub: SendIOPub, widgets_available: Callable[[], bool],
                  fallback: Any) -> None:
-        self.publish = publish
+        self.send_iopub = send_iopub
         self.widgets_available = widgets_available
         self.fallback = fallback
 
@@ -447,10 +446,10 @@ class WidgetApprover:
         if not self.widgets_available():
             return await self.fallback.decide(request)
         card = ApprovalCard(request, asyncio.get_running_loop())
-        card.show(self.publish)
+        card.show(self.send_iopub)
         try:
             decision = await card.preview.decision()
         except asyncio.CancelledError:
-            card.finish(self.publish, Decision("stop", reason="interrupted", by="interrupt"))
+            card.finish(self.send_iopub, Decision("stop", reason="interrupted", by="interrupt"))
             raise
-        return card.finish(self.publish, decision)
+        return card.finish(self.send_iopub, decision)

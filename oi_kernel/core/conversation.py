@@ -36,6 +36,9 @@ class Conversation:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.turn_starts: list[int] = []  # index in ``messages`` of each instruction
+        # step key -> {"code", "status"} of the steps that came from a loaded file (they are
+        # in no turn of this session; ``record.saved`` saves them again with their outcome)
+        self.loaded_outcomes: dict[str, dict[str, Any]] = {}
 
     def __len__(self) -> int:
         return len(self.messages)

@@ -4,7 +4,7 @@ One instruction is one turn: ask the LLM, take the code it proposes, get a decis
 each block, run what was approved, feed the output back, and repeat until a reply has no
 code, a cap is hit, or the user stops. Two seams make the front doors differ: an
 ``Executor`` (where code runs) and an ``Approver`` (how a decision is asked); how the
-loop treats the model is a ``ModelPolicy``. Everything the loop does is reported once, as
+loop treats the model is a ``ModelHandling``. Everything the loop does is reported once, as
 a typed event (``core.events``): to the turn's sink (the front door) and to the engine's
 ``recorder`` (the session log's writer). The session that owns an engine is
 assembled in ``oi_kernel.session.assembly``.
@@ -54,7 +54,7 @@ from oi_kernel.core.replies import (
 )
 from oi_kernel.core.rollback import Rollback
 from oi_kernel.core.settings import EngineSettings, TurnSettings, freeze
-from oi_kernel.core.small_model import Draft, ModelPolicy, policy_for
+from oi_kernel.core.small_model import Draft, ModelHandling, handling_for
 from oi_kernel.core.step_seams import offered_languages
 from oi_kernel.core.steps import NOT_REACHED, StepRunner
 from oi_kernel.core.tools import (
@@ -115,12 +115,12 @@ class Engine(EngineSettings):
                                  conversation=self.conversation, undo=self.undo,
                                  log_path=lambda: getattr(self.recorder, "path", None))
         self.steps = StepRunner(self.settings, executor, approver, llm, self.publish,
-                                toolbox=self.toolbox, tool_settings=self.tool_settings,
-                                secrets=self.secrets, rollback=self.rollback, log=self.log,
+                                toolbox=self.toolbox, secrets=self.secrets,
+                                rollback=self.rollback, log=self.log,
                                 author=author)
         self.usage = Usage()
         self._budget_noticed = False
-        self._model_policy: ModelPolicy | None = None
+        self._handling: ModelHandling | None = None
         self._sent: tuple[list[dict[str, Any]], list[dict] | None] = ([], None)  # last request
 
     @property
@@ -134,14 +134,14 @@ class Engine(EngineSettings):
         return self._turn_settings or freeze(self)
 
     @property
-    def policy(self) -> ModelPolicy:
+    def handling(self) -> ModelHandling:
         """How the loop treats the model with ``settings()`` (small ones get help); made
         again when the model changes kind or the settings change."""
-        settings, cached = self.settings(), self._model_policy
+        settings, cached = self.settings(), self._handling
         if (cached is None or cached.small != self.llm.is_small_model
                 or cached.settings != settings):
-            self._model_policy = policy_for(self.llm, settings, self.turns)
-        return self._model_policy
+            self._handling = handling_for(self.llm, settings, self.turns)
+        return self._handling
 
     def check_ready(self) -> None:
         """Refuse an instruction (an ``OIError``) while the administrator's policy (``floors``)
@@ -205,13 +205,13 @@ class Engine(EngineSettings):
 
     def build_request(self, use_tools: bool) -> list[dict[str, Any]]:
         """The messages of the next LLM request: system prompt, then the conversation."""
-        policy, settings = self.policy, self.settings()
+        handling, settings = self.handling, self.settings()
         system = prompts.system_prompt(
             use_tools=use_tools,
             languages=self.offered_languages(),
             cwd=self.executor.cwd,
             extra=settings.custom_instructions,
-            small_model=policy.small,
+            small_model=handling.small,
             base=settings.system_message,
         )
         if not use_tools and (self.toolbox.providers or self.toolbox.functions):
@@ -220,7 +220,7 @@ class Engine(EngineSettings):
         fitted = fit_messages(messages, self.budget_tokens(), self.llm.count_tokens,
                               protect_from=self.conversation.protect_from())
         instruction = self.turns[-1].instruction if self.turns else ""  # (``%tokens`` too)
-        return policy.prepare_request(fitted, self.conversation, instruction)
+        return handling.prepare_request(fitted, self.conversation, instruction)
 
     def budget_tokens(self) -> int:
         """The context budget for the next request, in tokens."""
@@ -233,7 +233,7 @@ class Engine(EngineSettings):
     def tool_budget_tokens(self) -> int:
         """How many tokens of tool definitions (beyond ``execute``) a request may carry."""
         window = self.llm.context_window() or 32_000
-        return max(1_500, int(window * self.tool_settings.budget_fraction))
+        return max(1_500, int(window * self.settings().tools.budget_fraction))
 
     async def _prepare_tools(self, emit: EventSink) -> Offer | None:
         """Start the MCP servers (first turn; bounded) and choose what this request offers."""
@@ -314,20 +314,20 @@ class Engine(EngineSettings):
         await self.llm.prepare()  # litellm imported, the model's server asked (small or not)
         if notice := self.llm.take_notice():
             emit(Notice(notice))
-        policy, settings = self.policy, self.settings()
+        handling, settings = self.handling, self.settings()
         run_all = False
         drafts: list[Draft] = []  # this reply's drafts set aside so far (small models)
-        for call in range(1, policy.step_limit() + 1):
+        for call in range(1, handling.step_limit() + 1):
             if notice := cap_notice(_caps(settings), turn.usage, self.usage,
                                  settings.cap_sources):
                 emit(Notice(notice, "warning"))
                 return "cap", ""
-            reply, blocks, problems = await self._ask(turn, call, emit, policy, len(drafts))
+            reply, blocks, problems = await self._ask(turn, call, emit, handling, len(drafts))
             if blocks and not problems:
                 sample = self._sampler(turn, call, emit)
-                reply, blocks = await policy.consensus(turn, call, reply, blocks, sample,
+                reply, blocks = await handling.consensus(turn, call, reply, blocks, sample,
                                                        self.conversation, emit)
-                blocks = policy.review_drafts(turn, call, reply, blocks, drafts,
+                blocks = handling.review_drafts(turn, call, reply, blocks, drafts,
                                               self.conversation, emit)
                 if not blocks:
                     continue  # set aside: ask again
@@ -339,15 +339,15 @@ class Engine(EngineSettings):
             run_all, stop = await self._run_blocks(turn, reply, blocks, problems, run_all, emit)
             if stop:
                 return "stopped", ""
-            if policy.turn_done(turn, len(blocks)):
+            if handling.turn_done(turn, len(blocks)):
                 return "done", ""
         emit(Notice(
-            f"Stopped after {policy.step_limit()} LLM calls (the step cap). Say 'continue' to "
-            f"go on, or raise it with {policy.step_limit_setting()}.", "warning"))
+            f"Stopped after {handling.step_limit()} LLM calls (the step cap). Say 'continue' to "
+            f"go on, or raise it with {handling.step_limit_setting()}.", "warning"))
         return "max_steps", ""
 
     async def _ask(
-        self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy, redraw: int = 0
+        self, turn: Turn, call: int, emit: EventSink, handling: ModelHandling, redraw: int = 0
     ) -> tuple[Reply, list[CodeBlock], list[str]]:
         """One LLM call; ``redraw`` > 0: the n-th new draft after drafts set aside. A server
         that rejects tools is asked again at once without them (fenced code)."""
@@ -355,7 +355,7 @@ class Engine(EngineSettings):
         while True:
             use_tools = self.llm.uses_tools()
             try:
-                reply = await self._request(turn, call, emit, policy, redraw, use_tools,
+                reply = await self._request(turn, call, emit, handling, redraw, use_tools,
                                             offer)
                 break
             except LLMToolsUnsupportedError as exc:
@@ -363,7 +363,7 @@ class Engine(EngineSettings):
                 if self.llm.uses_tools():  # it did not take note: do not ask forever
                     raise
         self.usage = self.usage + reply.usage
-        blocks, problems = self._proposed(reply, policy)
+        blocks, problems = self._proposed(reply, handling)
         emit(ReplyDone(call, reply, blocks, turn.index))
         return reply, blocks, problems
 
@@ -381,21 +381,22 @@ class Engine(EngineSettings):
 
         return sample
 
-    async def _request(self, turn: Turn, call: int, emit: EventSink, policy: ModelPolicy,
+    async def _request(self, turn: Turn, call: int, emit: EventSink, handling: ModelHandling,
                        redraw: int, use_tools: bool, offer: Offer | None = None) -> Reply:
         messages = self.build_request(use_tools)
         tools = [prompts.execute_tool(self.offered_languages())] if use_tools else None
         if tools is not None and offer is not None:
             tools += offer.definitions
         self._sent = (messages, tools)
-        emit(LLMRequested(turn.index, call, self.llm.model, use_tools, policy.small, messages))
+        model = self.settings().llm.model
+        emit(LLMRequested(turn.index, call, model, use_tools, handling.small, messages))
         try:
             return await self.llm.stream(
                 messages,
                 tools,
                 on_text=lambda delta: emit(TextDelta(delta)),
                 on_retry=lambda text: emit(Notice(text, "warning")),
-                sampling=policy.sampling(redraw),
+                sampling=handling.sampling(redraw),
                 on_reasoning=lambda delta: emit(ReasoningDelta(delta)),
             )
         except LLMToolsUnsupportedError:
@@ -404,7 +405,7 @@ class Engine(EngineSettings):
             emit(LLMFailed(turn.index, call, str(exc), exc.partial_text))
             raise
 
-    def _proposed(self, reply: Reply, policy: ModelPolicy) -> tuple[list[CodeBlock], list[str]]:
+    def _proposed(self, reply: Reply, handling: ModelHandling) -> tuple[list[CodeBlock], list[str]]:
         """The blocks a reply proposes (and problems to tell the model), its assistant
         message added to the conversation. Only the answer counts, never the reasoning; in
         small-model mode a reply that is nothing but code is recognised as code."""
@@ -418,7 +419,7 @@ class Engine(EngineSettings):
             whole = codeblocks.extract_code_blocks(reply.text, allow_unclosed=False)
             if len(whole) < len(blocks):
                 blocks, problems = whole, [codeblocks.CUT_BLOCK_PROBLEM]
-        if not blocks and policy.small and (bare := dialects.bare_code(reply.text)):
+        if not blocks and handling.small and (bare := dialects.bare_code(reply.text)):
             blocks = [bare]
         if self.toolbox:  # markdown mode: ```tool blocks call tools
             blocks, wrong = fenced_tool_calls(self.toolbox, blocks)
@@ -517,7 +518,8 @@ def _settings_of_turn(engine: Engine) -> Iterator[TurnSettings]:
     outer = engine._turn_settings
     engine._turn_settings = outer or freeze(engine)
     try:
-        yield engine._turn_settings
+        with engine.llm.pinned(engine._turn_settings.llm):  # c.LLM.* too
+            yield engine._turn_settings
     finally:
         engine._turn_settings = outer
 

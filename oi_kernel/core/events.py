@@ -20,8 +20,9 @@ step) is derived from them: each event adds its part (``fold``) and
 anyone else who holds the events. The events of the session around the turns (its start
 and end, resets, profiles, direct cells) are in ``core.session_events``, re-exported here.
 
-Adding a recorded event is its class here (with ``kind``, ``doc`` and, when its fields
-are not simply its own, ``to_record``), the line that emits it and its test; the table in
+Adding a recorded event is its class here (with ``kind``, ``doc``, ``reads``: its fields as
+the log's readers read them, typed (``record.records`` makes its record type from them), and,
+when its fields are not simply its own, ``to_record``), the line that emits it and its test; the table in
 docs/session-log.md is generated from the classes (``docs/_ext/event_table.py``).
 """
 
@@ -34,6 +35,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from oi_kernel.core.recorded import (  # noqa: F401
+    CODE_STEP,
+    STEP,
+    TURN,
+    Reads,
     Recorded,
     block_of,
     decision_of,
@@ -82,6 +87,9 @@ class ReplyDone(Recorded):
     """The model's reply of one LLM call is complete, with the blocks found in it."""
 
     record_kind: ClassVar[str] = "llm_response"
+    reads: ClassVar[Reads] = {**STEP, "text": "str", "tool_calls": "tuple[Any, ...]",
+                                 "usage": "dict | None", "latency_s": "float | None",
+                                 "finish_reason": "str | None", "reasoning": "str"}
     doc: ClassVar[str] = ("`turn`, `step`, `text`, `tool_calls` `[{id, name, "
                           "arguments}]` (`arguments` is the raw JSON text), `usage`"
                           " `{prompt_tokens, completion_tokens, cost}` (`cost` null"
@@ -128,6 +136,8 @@ class Decided(Recorded):
     available) or not reached (the user stopped the instruction at an earlier step)."""
 
     record_kind: ClassVar[str] = "decision"
+    reads: ClassVar[Reads] = {**CODE_STEP, "action": "str", "reason": "str", "by": "str",
+                                 "four_eyes": "str", "author": "str"}  # action: approved, edited, skipped, stopped, auto
     doc: ClassVar[str] = ("`turn`, `step`, `action` (`\"approved\"`, `\"edited\"`, "
                           "`\"skipped\"`, `\"stopped\"`, `\"auto\"`), `code` (what will "
                           "run; `\"\"` when skipped or stopped), `sha256` (of that "
@@ -181,6 +191,8 @@ class StepDone(Recorded):
     user that its output carries to the model (``{"source", "kind", "phrase", "verb"}``)."""
 
     record_kind: ClassVar[str] = "execution"
+    reads: ClassVar[Reads] = {**CODE_STEP, "status": "str", "outputs": "tuple[Any, ...]",
+                                 "duration_s": "float | None", "feedback": "str", "changes": "dict | None"}
     doc: ClassVar[str] = ("`turn`, `step`, `language` (normalised: `python`, "
                           "`shell`, ...), `code` (exactly what ran, without the "
                           "language magic), `sha256`, `status` (`\"ok\"`, `\"error\"`, "
@@ -233,6 +245,7 @@ class GuardStopped(Recorded):
     step ``step`` (``stop`` says what); the step is asked about next (``core.guard``)."""
 
     record_kind: ClassVar[str] = "guard_stop"
+    reads: ClassVar[Reads] = {**STEP, "stops": "tuple[Any, ...]", "limit": "str", "limit_text": "str"}
     doc: ClassVar[str] = ("`turn`, `step`, `stops` `[{event, what}]` (the audit "
                           "event and a sentence, e.g. `{\"event\": \"socket.connect\", "
                           "\"what\": \"network connection to 10.0.0.5:443\"}`), or "
@@ -274,6 +287,7 @@ class TurnDone(Recorded):
     (``core.turn_fold``), complete when a subscriber sees this event."""
 
     record_kind: ClassVar[str] = "turn_end"
+    reads: ClassVar[Reads] = {**TURN, "reason": "str", "steps": "int | None", "usage": "dict | None"}
     doc: ClassVar[str] = ("`turn`, `reason` (`\"done\"`, `\"stopped\"`, `\"max_steps\"`, "
                           "`\"interrupted\"`, `\"llm_error\"`, ...), `steps`, `usage`")
     turn: Turn
@@ -303,6 +317,8 @@ class AnswerChecked(Recorded):
     model's second answer, after the first was sent back once (``check_answers``)."""
 
     record_kind: ClassVar[str] = "answer_check"
+    reads: ClassVar[Reads] = {**TURN, "answer": "str", "asked": "bool", "claims": "tuple[Any, ...]",
+                                 "note": "str", "quoted": "int"}
     doc: ClassVar[str] = ("`turn`, `answer` (the text checked), `asked` (the model "
                           "was sent it back once first), `claims` (each number: "
                           "`text`, `kind`, `start`, `end`, `found` `{turn, step, "
@@ -334,6 +350,7 @@ class ToolNotice(Notice):
     """A notice from the tools (an MCP server that did not start): shown like any notice."""
 
     record_kind: ClassVar[str] = "tool_notice"
+    reads: ClassVar[Reads] = {"text": "str"}
     doc: ClassVar[str] = "`text`: an MCP server that could not start (shown as a notice)"
 
     def to_record(self) -> dict[str, Any]:
@@ -357,6 +374,7 @@ class TurnStarted(Recorded):
     instructions."""
 
     record_kind: ClassVar[str] = "turn_start"
+    reads: ClassVar[Reads] = {**TURN, "instruction": "str", "replayed_from": "str"}
     doc: ClassVar[str] = ("`turn`, `instruction` (the user's text), `replayed_from` (only "
                           "for `%load --replay`: the saved conversation's path)")
     turn: int
@@ -380,6 +398,9 @@ class LLMRequested(Recorded):
     ``record.log_writer.LogWriter`` keeps the messages logged before)."""
 
     record_kind: ClassVar[str] = "llm_request"
+    reads: ClassVar[Reads] = {**STEP, "model": "str", "messages_before": "int",
+                                 "messages": "tuple[Any, ...]", "tools": ("bool", True),
+                                 "small": "bool | None"}  # small None: not recorded (older logs)
     doc: ClassVar[str] = ("`turn`, `step`, `model`, `messages_before`, `messages`, "
                           "`tools` (bool: tool calling used), `small` (bool: "
                           "small-model mode). The request sent is the first "
@@ -423,6 +444,7 @@ class LLMFailed(Recorded):
     """A request to the model failed (``partial_text``: what arrived before)."""
 
     record_kind: ClassVar[str] = "llm_error"
+    reads: ClassVar[Reads] = {**STEP, "error": "str", "partial_text": "str"}
     doc: ClassVar[str] = ("`turn`, `step`, `error` (message), `partial_text` (what "
                           "streamed before the failure)")
     turn: int
@@ -436,6 +458,7 @@ class ToolsUnsupported(Recorded):
     """The model's server refused tools; the request is sent again without them."""
 
     record_kind: ClassVar[str] = "tools_unsupported"
+    reads: ClassVar[Reads] = {**STEP, "error": "str"}
     doc: ClassVar[str] = ("`turn`, `step`, `error`: the server rejected the "
                           "request's `tools`; the next `llm_request` (same `step`) "
                           "asks again without them")
@@ -449,6 +472,8 @@ class SampleDrawn(Recorded):
     """Another reply to the same request was drawn (small models' consensus; not shown)."""
 
     record_kind: ClassVar[str] = "llm_sample"
+    reads: ClassVar[Reads] = {**STEP, "text": "str", "sampling": "dict | None", "usage": "dict | None",
+                                 "latency_s": "float | None"}
     doc: ClassVar[str] = ("`turn`, `step`, `text`, `sampling` `{temperature, "
                           "seed}`, `usage`, `latency_s`: one more draft of the "
                           "request just answered, drawn in small-model mode to "
@@ -478,6 +503,7 @@ class DraftSetAside(Recorded):
     """A small model's draft had visible mistakes; another is asked for."""
 
     record_kind: ClassVar[str] = "draft_set_aside"
+    reads: ClassVar[Reads] = {**STEP, "code": "str", "problems": "tuple[Any, ...]"}
     doc: ClassVar[str] = ("`turn`, `step`, `code`, `problems`: a small model's "
                           "draft whose code showed mistakes, set aside and asked "
                           "again (when small-model sampling is off)")
@@ -493,6 +519,11 @@ class DraftsSampled(Recorded):
     ``error``: sampling stopped at an LLM error)."""
 
     record_kind: ClassVar[str] = "draft_samples"
+    reads: ClassVar[Reads] = {**STEP, "drawn": "int | None", "seconds": "float | None",
+                                 "chosen": "int | None", "drafts": "tuple[Any, ...]"}
+    also_reads: ClassVar[Mapping[str, Reads]] = {
+        "draft_samples_skipped": {**STEP, "reply_s": "float | None", "budget_s": "float | None"},
+        "draft_samples_error": {**STEP, "error": "str"}}
     also_kinds: ClassVar[tuple[str, ...]] = ("draft_samples_skipped", "draft_samples_error")
     doc: ClassVar[str] = ("`turn`, `step`, `drawn` (drafts compared, the first "
                           "included), `seconds`, `chosen` (index in `drafts` of the"
@@ -524,6 +555,8 @@ class StepReviewed(Recorded):
     refused, asked about or run."""
 
     record_kind: ClassVar[str] = "code_proposed"
+    reads: ClassVar[Reads] = {**CODE_STEP, "flags": "tuple[Any, ...]", "recognised_as_code": "bool",
+                                 "untrusted": "tuple[Any, ...]"}
     doc: ClassVar[str] = ("`turn`, `step`, `language`, `code` (as the LLM proposed "
                           "it), `sha256`, `flags` `[{line, category, severity, "
                           "reason}]`, `recognised_as_code` (true when the reply was"

@@ -11,6 +11,7 @@ configuration traits, ``observe``); the engine never does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from oi_kernel.core.types import Reply
@@ -25,6 +26,15 @@ class Model(Protocol):
     @property
     def is_small_model(self) -> bool:
         """Whether the engine gives it small-model help (``core.small_model``); no I/O."""
+        ...
+
+    def freeze(self) -> Any:
+        """Its settings now, frozen (a turn's ``TurnSettings.llm``; at least ``model``)."""
+        ...
+
+    def pinned(self, settings: Any) -> AbstractContextManager[None]:
+        """A block in which it is asked with ``settings`` (from ``freeze``), whatever is
+        changed meanwhile: the running turn's."""
         ...
 
     def check_configured(self) -> None:

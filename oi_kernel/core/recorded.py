@@ -13,6 +13,13 @@ from typing import Any, ClassVar, Self
 from oi_kernel.core.types import CodeBlock, Decision, Reply, StepRecord, ToolCall, Turn, Usage
 from oi_kernel.core.values import freeze
 
+Reads = Mapping[str, "str | tuple[str, Any]"]  # a record's field -> its type (and default)
+TURN: Reads = {"turn": "int | None"}  # the fields records of an instruction share
+STEP: Reads = {**TURN, "step": "int | None"}  # (``step``: LLM calls or code blocks, from 1)
+CODE_STEP: Reads = {  # a code step's; the tool fields only for an MCP tool step
+    **STEP, **dict.fromkeys(("language", "code", "sha256", "tool", "tool_kind", "server",
+                             "server_tool"), "str")}
+
 
 class Recorded:
     """What every event can be: a session-log record (``kind`` "" : not recorded), a part
@@ -22,6 +29,10 @@ class Recorded:
     also_kinds: ClassVar[tuple[str, ...]] = ()  # further kinds this class writes (see record_kind)
     version: ClassVar[int] = 1  # the log format its records belong to
     doc: ClassVar[str] = ""  # its fields, as docs/session-log.md lists them (generated)
+    # its record's fields as the log's readers read them (``record.records`` makes a typed
+    # view of each from this): a type each, or (type, default); None: read as written
+    reads: ClassVar[Reads | None] = None
+    also_reads: ClassVar[Mapping[str, Reads]] = {}  # those of ``also_kinds`` (by kind)
 
     def __post_init__(self) -> None:
         """Freeze what the event was given (lists to tuples, dicts to read-only mappings,
@@ -31,6 +42,11 @@ class Recorded:
             frozen = freeze(value)
             if frozen is not value:
                 object.__setattr__(self, f.name, frozen)
+
+    @classmethod
+    def reads_of(cls, kind: str) -> Reads | None:
+        """The fields readers read in a record of ``kind`` (one this class writes)."""
+        return cls.also_reads.get(kind, cls.reads)
 
     def written_kind(self) -> str:
         """The kind of this event's record (``kind`` unless it writes one of ``also``)."""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from oi_kernel.core.recorded import Recorded, rest
+from oi_kernel.core.recorded import TURN, Reads, Recorded, rest
 from oi_kernel.core.values import FrozenDict
 
 __all__ = [
@@ -26,6 +26,8 @@ class SessionStarted(Recorded):
     model, child kernel, working directory and versions; ``headless``: ``oi-kernel run``."""
 
     record_kind: ClassVar[str] = "session_start"
+    reads: ClassVar[Reads] = {"kernel": "str", "model": "str", "child_kernel": "str", "cwd": "str",
+                                 "oi_version": "str", "python": "str", "headless": "bool"}
     doc: ClassVar[str] = ("`kernel` (`\"open-interpreter\"`, `\"ipython-magic\"` or "
                           "`\"api\"`), `model`, `child_kernel` (kernelspec name), "
                           "`cwd`, `oi_version`, `python`, `headless` (true only for "
@@ -51,6 +53,7 @@ class SessionEnded(Recorded):
     """The session closed its log (the last record)."""
 
     record_kind: ClassVar[str] = "session_end"
+    reads: ClassVar[Reads] = {}
     doc: ClassVar[str] = "(none)"
 
 
@@ -59,6 +62,8 @@ class CheckpointKept(Recorded):
     """A checkpoint was kept before an instruction's first code (``info``: the probe's)."""
 
     record_kind: ClassVar[str] = "checkpoint"
+    reads: ClassVar[Reads] = {**TURN, "id": "int | None", "fork": "bool", "copy": "bool",
+                                 "variables": "int | None", "files": "int | None", "cost_s": "float | None"}
     doc: ClassVar[str] = ("`turn` (the checkpoint's number), `id`, `fork` (bool: a "
                           "fork of the process keeps the namespace), `copy` (bool, "
                           "since 0.1.0: the namespace was builtin data, kept as an "
@@ -82,6 +87,9 @@ class RolledBack(Recorded):
     """The state went back to before instruction ``turn`` (``report``: what was restored)."""
 
     record_kind: ClassVar[str] = "rollback"
+    reads: ClassVar[Reads] = {**TURN, **dict.fromkeys(("variables", "removed_variables", "problems",
+                                 "restored", "removed", "not_restored"), "tuple[Any, ...]"),
+                                 "namespace_lost": "bool"}
     doc: ClassVar[str] = ("`turn` (the checkpoint gone back to), `variables`, "
                           "`removed_variables`, `problems` `[{name, type, why}]` "
                           "(not restorable), `restored`, `removed`, `not_restored` "
@@ -102,6 +110,7 @@ class ConversationReset(Recorded):
     """The conversation was forgotten."""
 
     record_kind: ClassVar[str] = "conversation_reset"
+    reads: ClassVar[Reads] = {}
     doc: ClassVar[str] = "(none): `%reset` forgot the conversation"
 
 
@@ -110,6 +119,7 @@ class ConversationUndone(Recorded):
     """The last ``turns`` instructions were forgotten; ``messages`` remain."""
 
     record_kind: ClassVar[str] = "conversation_undo"
+    reads: ClassVar[Reads] = {"turns": "int | None", "messages": "int | None"}
     doc: ClassVar[str] = ("`turns` (the instructions forgotten), `messages` (the messages "
                           "that remain)")
     turns: int
@@ -121,6 +131,7 @@ class ConversationSaved(Recorded):
     """The conversation was saved to ``path``."""
 
     record_kind: ClassVar[str] = "conversation_saved"
+    reads: ClassVar[Reads] = {"path": "str", "turns": "int | None"}
     doc: ClassVar[str] = "`path`, `turns`: the conversation saved (`%save`)"
     path: str
     turns: int
@@ -131,6 +142,7 @@ class ConversationLoaded(Recorded):
     """A saved conversation was loaded from ``path``."""
 
     record_kind: ClassVar[str] = "conversation_loaded"
+    reads: ClassVar[Reads] = {"path": "str", "turns": "int | None", "messages": "int | None"}
     doc: ClassVar[str] = "`path`, `turns`, `messages`: a saved conversation loaded (`%load`)"
     path: str
     turns: int
@@ -142,6 +154,8 @@ class ProfileApplied(Recorded):
     """A profile (or none) was applied with these settings."""
 
     record_kind: ClassVar[str] = "profile"
+    reads: ClassVar[Reads] = {"name": "str | None", "path": "str | None", "selected_by": "str",
+                                 "settings": "dict | None"}
     doc: ClassVar[str] = ("`name`, `path` (null: no profile), `selected_by` (what chose it), "
                           "`settings` (what it set)")
     name: str | None
@@ -155,6 +169,7 @@ class ToolsOffered(Recorded):
     """The notebook functions offered to the model changed."""
 
     record_kind: ClassVar[str] = "tools_offered"
+    reads: ClassVar[Reads] = {"functions": "tuple[Any, ...]"}
     doc: ClassVar[str] = "`functions`: the notebook functions offered to the model (`%tool`)"
     functions: tuple[str, ...]
 
@@ -164,6 +179,7 @@ class ChildRestarted(Recorded):
     """A new child kernel replaced the previous one (its variables are gone)."""
 
     record_kind: ClassVar[str] = "child_restart"
+    reads: ClassVar[Reads] = {"reason": "str"}
     doc: ClassVar[str] = "`reason`"
     reason: str
     fields: Mapping[str, Any] = field(default_factory=FrozenDict)
@@ -182,6 +198,8 @@ class DirectRun(Recorded):
     ``run_code``)."""
 
     record_kind: ClassVar[str] = "direct"
+    reads: ClassVar[Reads] = {"kind": "str", "code": "str", "status": "str", "outputs": "tuple[Any, ...]",
+                                 "duration_s": "float | None"}
     doc: ClassVar[str] = ("`kind` (`\"python\"` or `\"shell\"`), `code`, `status`, "
                           "`outputs`, `duration_s`: a cell the user ran in the "
                           "child without the LLM. `code` is the IPython source sent"
@@ -208,6 +226,8 @@ class Rebuilt(Recorded):
     through the plan it got."""
 
     record_kind: ClassVar[str] = "rebuild"
+    reads: ClassVar[Reads] = {"lost": "str", "planned": "int | None", "ran": "int | None", "failed": "str",
+                                 "skipped": "tuple[Any, ...]", "files": "dict | None", "done": "int | None"}
     doc: ClassVar[str] = ("`lost` (why the previous child kernel was lost: `\"it "
                           "died\"` or `\"it was restarted (REASON)\"`), `planned` "
                           "(steps to re-run), `ran`, `failed` (the step that "
@@ -236,6 +256,8 @@ class StateChanged(Recorded):
     that rebuild its variables in a new kernel (``session.states``)."""
 
     record_kind: ClassVar[str] = "state"
+    reads: ClassVar[Reads] = {"action": "str", "name": "str", "info": "dict | None", "mark": "int | None",
+                                 "steps": "tuple[Any, ...]"}
     doc: ClassVar[str] = ("`action` (`\"save\"`, `\"restore\"`, `\"drop\"`), `name`, "
                           "`info` (the probe's answer: `variables`, `files`, `bytes`, "
                           "`plain` (the namespace kept on disk), `fork`, `copied`, "

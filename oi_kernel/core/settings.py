@@ -25,8 +25,6 @@ class EngineSettings(config.Remembered, LoggingConfigurable):
     change tracking and checkpoints keep. Its environment variables (each trait's ``env``
     tag) are read by the resolver's environment step (``config.environment_value``)."""
 
-    environment_resolved = True
-
 
     approval = Enum(
         list(approval_modes.NAMES), config=True, help=approval_modes.help_text(),
@@ -319,13 +317,16 @@ TurnSettings = make_dataclass(
     [(name, _field_type(trait))
      for name, trait in sorted(EngineSettings.class_traits(config=True).items())]
     + [(name, kind, field(default_factory=lambda v=value: v))
-       for name, kind, value in POLICY_FIELDS],
+       for name, kind, value in POLICY_FIELDS]
+    + [("llm", Any, None), ("tools", Any, None)],
     frozen=True, slots=True,
 )
 TurnSettings.__module__ = __name__
 TurnSettings.__doc__ = (
     "The engine's settings as one turn reads them: every ``c.Engine.*`` trait and what the "
-    "administrator's policy set (``POLICY_FIELDS``), resolved once when the turn starts "
+    "administrator's policy set (``POLICY_FIELDS``), and the model's (``llm``: every "
+    "``c.LLM.*`` trait, the model's ``freeze()``) and the tools' (``tools``: every ``c.Tools.*`` "
+    "trait), resolved once when the turn starts "
     "(``freeze``) and never changed while it runs (lists are tuples, the dict a read-only "
     "mapping). A change by ``%config``, a command or the policy applies to the next turn.")
 
@@ -340,4 +341,8 @@ def freeze(settings: Any) -> Any:
         elif isinstance(value, dict):
             value = MappingProxyType(dict(value))
         values[item.name] = value
+    model = getattr(settings, "llm", None)  # the engine's model (none: bare EngineSettings)
+    values["llm"] = model.freeze() if model is not None else None
+    tools = getattr(settings, "tool_settings", None)  # the engine's ``c.Tools.*``
+    values["tools"] = tools.freeze() if tools is not None else None
     return TurnSettings(**values)

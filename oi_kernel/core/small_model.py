@@ -1,7 +1,7 @@
-"""How the turn loop treats the model: one policy object instead of checks spread through it.
+"""How the turn loop treats the model: one handling object instead of checks spread through it.
 
-``ModelPolicy`` is the default for a capable model and changes nothing. A small model
-(``SmallModelPolicy``) cannot be trusted the same way, so the loop gets help at five
+``ModelHandling`` is the default for a capable model and changes nothing. A small model
+(``SmallModelHandling``) cannot be trusted the same way, so the loop gets help at five
 points: fewer LLM calls per instruction; worked examples close to the instruction in the
 request (with the instruction's values named); its drafts checked before anyone is asked
 to approve them (set aside and redrawn when the code visibly cannot be right, brackets it
@@ -42,7 +42,7 @@ class Draft:
     blocks: list[CodeBlock]
 
 
-class ModelPolicy:
+class ModelHandling:
     """A capable model: the loop as it is."""
 
     small = False
@@ -90,7 +90,7 @@ class ModelPolicy:
         return False
 
 
-class SmallModelPolicy(ModelPolicy):
+class SmallModelHandling(ModelHandling):
     """A small local model (``local/...``): see the module docstring."""
 
     small = True
@@ -269,10 +269,10 @@ def _close_brackets(block: CodeBlock, conversation: Conversation, emit: EventSin
     return dataclasses.replace(block, code=fixed)
 
 
-def policy_for(llm: Model, settings: Any, turns: Sequence[Turn] = ()) -> ModelPolicy:
-    """The policy for the engine's current model, its ``settings`` and ``turns``."""
-    policy = SmallModelPolicy if llm.is_small_model else ModelPolicy
-    return policy(settings, turns)
+def handling_for(llm: Model, settings: Any, turns: Sequence[Turn] = ()) -> ModelHandling:
+    """The handling of the engine's current model, its ``settings`` and ``turns``."""
+    kind = SmallModelHandling if llm.is_small_model else ModelHandling
+    return kind(settings, turns)
 
 
 async def _draw(tally: Tally, sample: Sampler, count: int, deadline: float,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from oi_kernel.core.types import StepRecord
 from oi_kernel.languages import available_languages, normalize_language
@@ -31,6 +31,7 @@ class StepSettings(Protocol):
     guard_memory_limit: str
     max_output_chars: int
     languages: Sequence[str]
+    tools: Any  # the turn's ``c.Tools.*`` (``core.tools.ToolSettings``): the tool call timeout
 
 
 def offered_languages(wanted: Sequence[str]) -> list[str]:

@@ -30,9 +30,9 @@ from oi_kernel.core.events import (
 from oi_kernel.core.executor import Approver, ExecResult, Executor
 from oi_kernel.core.model import Model
 from oi_kernel.core.rollback import Rollback
-from oi_kernel.core.small_model import policy_for
+from oi_kernel.core.small_model import handling_for
 from oi_kernel.core.step_seams import StepEnd, StepSettings, offered_languages
-from oi_kernel.core.tools import FIND, Toolbox, Tools, ToolSpec, tool_flags
+from oi_kernel.core.tools import FIND, Toolbox, ToolSpec, tool_flags
 from oi_kernel.core.turn_context import NO_CONTEXT, TurnContext, context_of, with_context
 from oi_kernel.core.types import (
     ApprovalRequest,
@@ -92,13 +92,13 @@ NOT_REACHED = "Not run: the user stopped this instruction."
 class StepRunner:
     """Runs proposed blocks through review, decision and execution. It is given what it
     uses: the settings, where code runs (``executor``, ``toolbox``), how a decision is asked
-    (``approver``, which the session may wrap later), the model (its policy shapes the
+    (``approver``, which the session may wrap later), the model (its handling shapes the
     feedback), ``record`` (what only the session log records) and the rollback part. It
     keeps what only the steps need: the variables whose values came from outside, and the
     fence around outside text."""
 
     def __init__(self, settings: Callable[[], StepSettings], executor: Executor, approver: Approver,
-                 model: Model, record: EventSink, *, toolbox: Toolbox, tool_settings: Tools,
+                 model: Model, record: EventSink, *, toolbox: Toolbox,
                  secrets: SecretSet, rollback: Rollback, log: logging.Logger,
                  author: str = "") -> None:
         self._settings = settings  # the running turn's, frozen (``Engine.settings``)
@@ -107,7 +107,6 @@ class StepRunner:
         self.model = model
         self.record = record
         self.toolbox = toolbox
-        self.tool_settings = tool_settings
         self.secrets = secrets
         self.rollback = rollback
         self.log = log
@@ -382,8 +381,8 @@ class StepRunner:
               result: ExecResult, flags: str) -> StepDone:
         """A step that ran to its end: its outputs and the feedback the model reads (outputs
         masked, outside text fenced, changes summarised)."""
-        policy = policy_for(self.model, self.settings)
-        text = result.message or policy.output_text(result.outputs, block.code,
+        handling = handling_for(self.model, self.settings)
+        text = result.message or handling.output_text(result.outputs, block.code,
                                                     self.settings.max_output_chars)
         text = self.secrets.redact(text)  # before the LLM sees it
         found = self._outside(block, spec, result, text)
@@ -392,7 +391,7 @@ class StepRunner:
             feedback = prompts.tool_feedback(result.status, text, outside, self.fence)
         else:
             feedback = _with_changes(prompts.step_feedback(
-                result.status, text, flags, block.code, policy.small, outside, self.fence),
+                result.status, text, flags, block.code, handling.small, outside, self.fence),
                 ran.changes)
         return StepDone(replace(ran, status=result.status, outputs=result.outputs,
                                 feedback=feedback), turn, block, spec,
@@ -449,7 +448,7 @@ class StepRunner:
         of the child (and a restart if it will not stop). A cancellation from
         outside (the user's interrupt) still propagates.
         """
-        run = (self.toolbox.run(block, self.step_timeout or self.tool_settings.call_timeout)
+        run = (self.toolbox.run(block, self.step_timeout or self.settings.tools.call_timeout)
                if block.tool else self.executor.run(block, context=context))
         timeout = min(t for t in (self.step_timeout, limit, float("inf")) if t)
         if timeout == float("inf"):

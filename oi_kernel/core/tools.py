@@ -39,8 +39,6 @@ class Tools(config.Remembered):
     step reads ``OI_TOOL_BUDGET``; ``OI_MCP_CONFIG`` and ``OI_MCP_PINS`` are read where the
     files are found (``execution.mcp``), beside these settings, not as their values."""
 
-    environment_resolved = True
-
     mcp_config = Unicode(
         "", config=True,
         help="Path of an MCP config file ({\"mcpServers\": {...}}), read after $OI_MCP_CONFIG "
@@ -65,6 +63,16 @@ class Tools(config.Remembered):
         help="The file that keeps the MCP tool descriptions you approved (pins), shared by "
         "your sessions. Default: mcp-pins.json in the Jupyter data directory's oi_kernel "
         "folder. Env: OI_MCP_PINS.").tag(env="OI_MCP_PINS", env_kind="elsewhere")
+
+    def freeze(self) -> Any:
+        """These settings now (a ``ToolSettings``), frozen: what a turn uses."""
+        return config.freeze_into(ToolSettings, self)
+
+
+ToolSettings = config.frozen_class(
+    Tools, "ToolSettings", __name__,
+    "The tools' settings as one turn uses them: every ``c.Tools.*`` trait, read once when the "
+    "turn starts (``Tools.freeze``, part of the engine's ``TurnSettings``).")
 
 
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from oi_kernel.core.values import freeze
+
+# How a front door sends a Jupyter message to its cell's output (IOPub): ``send(msg_type,
+# content)``. The kernel's own IOPub, or the user's kernel's under ``%%oi``.
+SendIOPub = Callable[[str, dict[str, Any]], None]
 
 
 def code_hash(code: str) -> str:

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from traitlets import Bool, Float, Unicode, default, validate
+from traitlets import Bool, Float, Unicode, validate
 
 from oi_kernel import config
 from oi_kernel.errors import ChildDiedError, ChildKernelError
@@ -77,31 +77,24 @@ class ChildKernel(config.Remembered, Exchange, GatewayOptions):
     """A child kernel that runs the approved code, so variables persist across turns.
 
     This one runs on this machine; ``execution.placement.new_child_kernel`` picks the
-    gateway's instead when ``gateway_url`` is set.
+    gateway's instead when ``gateway_url`` is set. Its environment variables (each trait's
+    ``env`` tag, the gateway's too) are read by the resolver's environment step
+    (``config.apply_environment``).
     """
 
     kernel_name = Unicode(
+        "python3",
         config=True,
         help="Kernelspec name of the child kernel that runs approved code. It must be an "
         "IPython kernel (cell magics run the other languages). Env: OI_CHILD_KERNEL.",
     ).tag(env="OI_CHILD_KERNEL")
-
-    @default("kernel_name")
-    def _kernel_name_default(self) -> str:
-        return os.environ.get(self.trait_metadata("kernel_name", "env"), "python3")
 
     startup_timeout = Float(
         60.0,
         config=True,
         help="Seconds to wait for the child kernel to answer after starting. "
         "Env: OI_CHILD_STARTUP_TIMEOUT.",
-    ).tag(env="OI_CHILD_STARTUP_TIMEOUT")
-
-    @default("startup_timeout")
-    def _startup_timeout_default(self) -> float:
-        help_text = self.traits()["startup_timeout"].help
-        name = self.trait_metadata("startup_timeout", "env")
-        return config.env_float(name, 60.0, minimum=0.1, help=help_text)
+    ).tag(env="OI_CHILD_STARTUP_TIMEOUT", env_min=0.1)
 
     @validate("sandbox")
     def _within_policy(self, proposal: Any) -> Any:
@@ -122,11 +115,6 @@ class ChildKernel(config.Remembered, Exchange, GatewayOptions):
         "missing. Env: OI_SANDBOX=1. Magic: %sandbox on|off|allow PATH [--write].",
     ).tag(env="OI_SANDBOX")
 
-    @default("sandbox")
-    def _sandbox_default(self) -> bool:
-        value = os.environ.get(self.trait_metadata("sandbox", "env"), "")
-        return value.strip().lower() in {"1", "true", "yes", "on"}
-
     memory_limit = Unicode(
         config=True,
         help="Cap on the child kernel's address space (RLIMIT_AS), e.g. '2G', '512M' or bytes; "
@@ -134,10 +122,6 @@ class ChildKernel(config.Remembered, Exchange, GatewayOptions):
         "Libraries that reserve much virtual memory (many BLAS threads) need a higher cap. "
         "Env: OI_MEMORY_LIMIT.",
     ).tag(env="OI_MEMORY_LIMIT")
-
-    @default("memory_limit")
-    def _memory_limit_default(self) -> str:
-        return os.environ.get(self.trait_metadata("memory_limit", "env"), "").strip()
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

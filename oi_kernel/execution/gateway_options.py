@@ -9,7 +9,6 @@ imports jupyter_server: that happens only when a gateway child starts
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from traitlets import Bool, Float, TraitError, Unicode, default, validate
@@ -33,17 +32,6 @@ class GatewayOptions(LoggingConfigurable):
         "machine. Env: OI_CHILD_GATEWAY_URL.",
     ).tag(env="OI_CHILD_GATEWAY_URL")
 
-    @default("gateway_url")
-    def _gateway_url_default(self) -> str:
-        name = self.trait_metadata("gateway_url", "env")
-        value = os.environ.get(name, "").strip()
-        problem = url_problem(value)
-        if problem:
-            config.warn(f"{name}={value!r}: {problem} The child kernel runs on "
-                        "this machine.")
-            return ""
-        return value.rstrip("/")
-
     @validate("gateway_url")
     def _check_gateway_url(self, proposal: Any) -> str:
         value = str(proposal["value"]).strip()
@@ -59,38 +47,26 @@ class GatewayOptions(LoggingConfigurable):
         "Env: OI_CHILD_GATEWAY_TOKEN.",
     ).tag(env="OI_CHILD_GATEWAY_TOKEN")
 
-    @default("gateway_token")
-    def _gateway_token_default(self) -> str:
-        return os.environ.get(self.trait_metadata("gateway_token", "env"), "").strip()
-
     gateway_username = Unicode(
         config=True,
         help="The user the gateway starts the child kernel for, sent as KERNEL_USERNAME in "
         "the kernel start request (Enterprise Gateway refuses kernels for users it does not "
         "authorize, root among them). Default: $KERNEL_USERNAME, else $JUPYTERHUB_USER, else "
         "the user running this kernel. Env: OI_CHILD_GATEWAY_USERNAME.",
-    ).tag(env="OI_CHILD_GATEWAY_USERNAME",
+    ).tag(env="OI_CHILD_GATEWAY_USERNAME", env_fallbacks=("KERNEL_USERNAME", "JUPYTERHUB_USER"),
          doc_default="$KERNEL_USERNAME, else $JUPYTERHUB_USER, else your user name")
 
     @default("gateway_username")
     def _gateway_username_default(self) -> str:
-        return default_username(self.trait_metadata("gateway_username", "env"))
+        """Without c.ChildKernel.gateway_username or any of its variables (set before this is
+        asked): this process's user."""
+        return user_name()
 
     gateway_headers = Unicode(
         config=True,
         help="Extra HTTP headers for the gateway, as a JSON object of strings, e.g. "
         '\'{"X-Team": "data"}\'. Env: OI_CHILD_GATEWAY_HEADERS.',
     ).tag(env="OI_CHILD_GATEWAY_HEADERS")
-
-    @default("gateway_headers")
-    def _gateway_headers_default(self) -> str:
-        name = self.trait_metadata("gateway_headers", "env")
-        value = os.environ.get(name, "").strip()
-        problem = headers_problem(value)
-        if problem:
-            config.warn(f"{name}: {problem} No extra headers are sent.")
-            return ""
-        return value
 
     @validate("gateway_headers")
     def _check_gateway_headers(self, proposal: Any) -> str:
@@ -101,17 +77,12 @@ class GatewayOptions(LoggingConfigurable):
         return value
 
     gateway_validate_cert = Bool(
+        True,
         config=True,
         help="Check the gateway's TLS certificate (https URLs). Turn it off only for a "
         "gateway with a self-signed certificate you trust; better, name its CA with "
         "gateway_ca_certs. Env: OI_CHILD_GATEWAY_VALIDATE_CERT=0 turns it off.",
     ).tag(env="OI_CHILD_GATEWAY_VALIDATE_CERT")
-
-    @default("gateway_validate_cert")
-    def _gateway_validate_cert_default(self) -> bool:
-        help_text = self.traits()["gateway_validate_cert"].help
-        flag = config.env_flag(self.trait_metadata("gateway_validate_cert", "env"), help=help_text)
-        return True if flag is None else flag
 
     gateway_ca_certs = Unicode(
         config=True,
@@ -119,34 +90,20 @@ class GatewayOptions(LoggingConfigurable):
         "Env: OI_CHILD_GATEWAY_CA_CERTS.",
     ).tag(env="OI_CHILD_GATEWAY_CA_CERTS")
 
-    @default("gateway_ca_certs")
-    def _gateway_ca_certs_default(self) -> str:
-        return os.environ.get(self.trait_metadata("gateway_ca_certs", "env"), "").strip()
-
     gateway_connect_timeout = Float(
+        20.0,
         config=True,
         help="Seconds to wait for a connection to the gateway. "
         "Env: OI_CHILD_GATEWAY_CONNECT_TIMEOUT.",
-    ).tag(env="OI_CHILD_GATEWAY_CONNECT_TIMEOUT")
-
-    @default("gateway_connect_timeout")
-    def _gateway_connect_timeout_default(self) -> float:
-        help_text = self.traits()["gateway_connect_timeout"].help
-        name = self.trait_metadata("gateway_connect_timeout", "env")
-        return config.env_float(name, 20.0, minimum=0.1, help=help_text)
+    ).tag(env="OI_CHILD_GATEWAY_CONNECT_TIMEOUT", env_min=0.1)
 
     gateway_request_timeout = Float(
+        20.0,
         config=True,
         help="Seconds one request to the gateway (interrupt, restart, shutdown, a liveness "
         "check) may take; starting a kernel may take c.ChildKernel.startup_timeout. "
         "Env: OI_CHILD_GATEWAY_REQUEST_TIMEOUT.",
-    ).tag(env="OI_CHILD_GATEWAY_REQUEST_TIMEOUT")
-
-    @default("gateway_request_timeout")
-    def _gateway_request_timeout_default(self) -> float:
-        help_text = self.traits()["gateway_request_timeout"].help
-        name = self.trait_metadata("gateway_request_timeout", "env")
-        return config.env_float(name, 20.0, minimum=0.1, help=help_text)
+    ).tag(env="OI_CHILD_GATEWAY_REQUEST_TIMEOUT", env_min=0.1)
 
     gateway_check_interval = Float(
         2.0,
@@ -157,14 +114,10 @@ class GatewayOptions(LoggingConfigurable):
     )
 
 
-def default_username(env: str) -> str:
-    """The gateway user when none is configured: ``$env`` (OI_CHILD_GATEWAY_USERNAME),
-    KERNEL_USERNAME, JUPYTERHUB_USER (on a hub, the hub's user), else the user running this
-    process."""
-    for name in (env, "KERNEL_USERNAME", "JUPYTERHUB_USER"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
+def user_name() -> str:
+    """The user running this process ("" when it has no name), the gateway user when neither
+    the config nor OI_CHILD_GATEWAY_USERNAME, KERNEL_USERNAME or JUPYTERHUB_USER (on a hub,
+    the hub's user) names one."""
     import getpass
 
     try:

@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from traitlets import List, Unicode, default, validate
+from traitlets import List, Unicode, validate
 from traitlets.config import LoggingConfigurable
 
 from oi_kernel import config
@@ -76,10 +76,6 @@ def check_grant(path: str, write: bool, home: str | None = None, cwd: str | None
     return real
 
 
-def _env_paths(name: str) -> list[str]:
-    return [p for p in os.environ.get(name, "").split(os.pathsep) if p.strip()]
-
-
 class Sandbox(config.Remembered, LoggingConfigurable):
     """What the sandboxed child may see besides the workspace: explicit grants."""
 
@@ -90,22 +86,14 @@ class Sandbox(config.Remembered, LoggingConfigurable):
         "workspace and the Python installation is visible otherwise). Credentials in "
         "$HOME stay hidden inside them. Env: OI_SANDBOX_READ (paths separated by "
         f"'{os.pathsep}'). Magic: %sandbox allow PATH.",
-    ).tag(env=READ_ENV)
+    ).tag(env=READ_ENV, env_kind="paths")
     write_paths = List(
         Unicode(),
         config=True,
         help="Directories the sandboxed child may read and write besides the workspace. "
         "Not $HOME or a system directory. Env: OI_SANDBOX_WRITE (paths separated by "
         f"'{os.pathsep}'). Magic: %sandbox allow PATH --write.",
-    ).tag(env=WRITE_ENV)
-
-    @default("read_paths")
-    def _read_default(self) -> list[str]:
-        return _env_paths(self.trait_metadata("read_paths", "env"))
-
-    @default("write_paths")
-    def _write_default(self) -> list[str]:
-        return _env_paths(self.trait_metadata("write_paths", "env"))
+    ).tag(env=WRITE_ENV, env_kind="paths")
 
 
     @validate("read_paths", "write_paths")

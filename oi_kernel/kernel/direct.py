@@ -181,4 +181,4 @@ class DirectCells:
     def _report_log_failure(self) -> None:
         if self._log_failure:
             text, self._log_failure = self._log_failure, ""
-            self.publish("stream", {"name": "stderr", "text": f"Session log: {text}\n"})
+            self.send_iopub("stream", {"name": "stderr", "text": f"Session log: {text}\n"})

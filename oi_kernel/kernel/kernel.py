@@ -63,14 +63,8 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         help="How approval is asked: 'widget' (the approval card), 'stdin' (a y/N prompt), or "
         "'auto': the card when the frontend renders widgets (it opened the widget control "
         "comm, as JupyterLab and VS Code do), else stdin. Env: OI_APPROVAL_UI.",
+        default_value="auto",
     ).tag(env="OI_APPROVAL_UI")
-
-    @default("approval_ui")
-    def _approval_ui_default(self) -> str:
-        help_text = self.traits()["approval_ui"].help
-        choices = ["auto", "widget", "stdin"]
-        return config.env_choice(self.trait_metadata("approval_ui", "env"), choices, "auto",
-                                 help=help_text)
 
     display = Enum(
         list(DISPLAY_MODES),
@@ -80,13 +74,8 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         "do not update displays, such as jupyter console, nbclient and papermill), or "
         "'auto': live when the frontend renders widgets, else text. `%display` changes it "
         "for the session. Env: OI_DISPLAY.",
+        default_value="auto",
     ).tag(env="OI_DISPLAY")
-
-    @default("display")
-    def _display_default(self) -> str:
-        help_text = self.traits()["display"].help
-        return config.env_choice(self.trait_metadata("display", "env"), DISPLAY_MODES, "auto",
-                                 help=help_text)
 
     def _load_config(self, cfg: Any, section_names: Any = None, traits: Any = None) -> None:
         """A bad value in the config is reported and ignored (see oi_kernel.config)."""
@@ -99,11 +88,12 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         return 0.0
 
     def __init__(self, **kwargs: Any) -> None:
+        config.apply_environment(self)  # OI_APPROVAL_UI, OI_DISPLAY: before the config
         super().__init__(**kwargs)
         self._setup_comms()
         self._widget_frontend = False
         approver = WidgetApprover(
-            self.publish, self._use_widgets,
+            self.send_iopub, self._use_widgets,
             fallback=StdinApprover(self.ask_stdin),
         )
         own = getattr(self.parent, "abs_connection_file", "")  # its key drives this kernel
@@ -118,7 +108,7 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
                                 lambda: self.execution_count, self._on_widget_frontend)
         self.frontend = FrontendComms(self.engine, lambda: self.oi.log_path,
                                       details=lambda: status_fields(self.oi), child=self.child,
-                                      publish=self.publish)
+                                      send_iopub=self.send_iopub)
         self.frontend.register_target(self.comm_manager)  # before any frontend opens it
         self._parent_msg: dict[str, Any] = {}
         self._parent_ident: Any = None
@@ -143,17 +133,17 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
             self._request_read(parent)
 
     # ------------------------------------------------------------------ publishing
-    def publish(self, msg_type: str, content: dict[str, Any], **kw: Any) -> None:
+    def send_iopub(self, msg_type: str, content: dict[str, Any], **kw: Any) -> None:
         """Send an iopub message as part of the current cell."""
         self.session.send(self.iopub_socket, msg_type, content, parent=self._parent_msg, **kw)
 
-    def publish_error(self, ename: str, evalue: str, tb: list[str]) -> dict[str, Any]:
+    def send_error(self, ename: str, evalue: str, tb: list[str]) -> dict[str, Any]:
         content = {"ename": ename, "evalue": evalue, "traceback": tb}
-        self.publish("error", content)
+        self.send_iopub("error", content)
         return {"status": "error", "execution_count": self.execution_count, **content}
 
     def _notify(self, text: str) -> None:
-        self.publish("stream", {"name": "stderr", "text": text + "\n"})
+        self.send_iopub("stream", {"name": "stderr", "text": text + "\n"})
 
     # ------------------------------------------------------------------ execute
     async def do_execute(
@@ -192,7 +182,7 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
     def _show_config_problems(self) -> None:
         try:
             if problems := self.oi.config_problems(self):
-                self.publish("stream", {"name": "stderr", "text": problems})
+                self.send_iopub("stream", {"name": "stderr", "text": problems})
         except Exception:
             self.log.exception("could not show the configuration problems")
 
@@ -204,16 +194,16 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         try:
             return await self._task
         except asyncio.CancelledError:
-            return self.publish_error(
+            return self.send_error(
                 "KeyboardInterrupt",
                 "Interrupted by the user.",
                 ["KeyboardInterrupt: interrupted by the user."],
             )
         except OIError as exc:
-            return self.publish_error(type(exc).__name__, str(exc), str(exc).splitlines())
+            return self.send_error(type(exc).__name__, str(exc), str(exc).splitlines())
         except Exception as exc:  # a bug of ours: say so, keep the kernel alive
             self.log.exception("unexpected error in a cell")
-            return self.publish_error(
+            return self.send_error(
                 type(exc).__name__,
                 str(exc),
                 [
@@ -241,7 +231,7 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
         return None
 
     def _say(self, text: str) -> None:
-        self.publish("display_data", {"data": say_bundle(text), "metadata": {}})
+        self.send_iopub("display_data", {"data": say_bundle(text), "metadata": {}})
 
     def _event_sink(self) -> Any:
         """Where a turn's events go in the current cell, with the cell's context and who sent
@@ -253,7 +243,7 @@ class OIKernel(DirectCells, EditingRequests, CommRouting, Lifecycle, Kernel):
             self._ensure_widget_targets()
         context = replace(self._context, author=identity.from_message(self._parent_msg))
         # The card, or the stdin prompt, shows a block that needs approval.
-        view = TurnView(self.publish, shows_code=not (widgets or context.allow_stdin),
+        view = TurnView(self.send_iopub, shows_code=not (widgets or context.allow_stdin),
                         live=live_display(self.oi.display, self._widget_frontend or widgets),
                         pieces=context.allow_stdin, compact_errors=True)
         cell_id = self._parent_msg.get("metadata", {}).get("cellId")

@@ -7,7 +7,7 @@ nothing has streamed yet, and turns every litellm/openai/httpx exception into an
 ``LLMToolsUnsupportedError`` (remembered: the next requests go without them).
 
 Small-model mode (``small_model``): whether the engine treats the model as a small one
-(``core.small_model.SmallModelPolicy``). "auto" decides from the model's name, and from
+(``core.small_model.SmallModelHandling``). "auto" decides from the model's name, and from
 its server when the name does not say (``model_info``; asked once, off the event loop, in
 ``prepare()`` before a turn's first request).
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from traitlets import Enum, Float, Integer, Unicode, default, validate
@@ -40,7 +41,9 @@ PLACEHOLDER_KEY = "no-key-needed"
 
 
 class LLM(config.Remembered):
-    """Talks to the configured model through litellm."""
+    """Talks to the configured model through litellm. Its environment variables (each
+    trait's ``env`` tag) are read by the resolver's environment step
+    (``config.apply_environment``)."""
 
     model = Unicode(
         help="""The litellm model name, e.g. "gpt-4o-mini", "anthropic/claude-3-5-sonnet-latest"
@@ -108,31 +111,28 @@ class LLM(config.Remembered):
         self._told_small: set[tuple[str, str]] = set()  # small-model notices given
         self._plain_sampling: set[tuple[str, str]] = set()  # servers refusing repeat_penalty
 
+    _pinned: Any = None  # the running turn's ModelSettings (``pinned``)
+
+    def freeze(self) -> Any:
+        """The model's settings now (a ``ModelSettings``: every ``c.LLM.*`` trait), frozen:
+        what a turn uses."""
+        return config.freeze_into(ModelSettings, self)
+
+    def pinned(self, settings: Any) -> AbstractContextManager[None]:
+        """A block in which the model is asked with ``settings`` (a turn's, from ``freeze``):
+        a change to ``c.LLM.*`` meanwhile applies to the next turn."""
+        return _pin(self, settings)
+
+    @property
+    def now(self) -> Any:
+        """The settings requests use: the running turn's (``pinned``), else those now."""
+        return self._pinned if self._pinned is not None else self.freeze()
+
     @default("model")
     def _default_model(self) -> str:
-        return os.environ.get(self.trait_metadata("model", "env"), "") or self._embedded_default()
-
-    @default("api_base")
-    def _default_api_base(self) -> str:
-        return os.environ.get(self.trait_metadata("api_base", "env"), "")
-
-    @default("api_key")
-    def _default_api_key(self) -> str:
-        return os.environ.get(self.trait_metadata("api_key", "env"), "")
-
-    @default("tool_mode")
-    def _default_tool_mode(self) -> str:
-        help_text = self.traits()["tool_mode"].help
-        return config.env_choice(
-            self.trait_metadata("tool_mode", "env"), ["auto", "tools", "markdown"], "auto",
-            help=help_text,
-        )
-
-    @default("small_model")
-    def _default_small_model(self) -> str:
-        help_text = self.traits()["small_model"].help
-        return config.env_choice(self.trait_metadata("small_model", "env"), ["auto", "on", "off"],
-                                 "auto", help=help_text)
+        """Without OI_MODEL or c.LLM.model (set before this is asked): the embedded model
+        when nothing points at another one."""
+        return self._embedded_default()
 
 
     @validate("model")
@@ -143,10 +143,10 @@ class LLM(config.Remembered):
 
     def check_configured(self) -> None:
         """Raise NotConfiguredError when no model is set."""
-        if not self.model.strip():
+        if not self.now.model.strip():
             raise NotConfiguredError(footer=local_model.unavailable_hint())
         if self.is_embedded:
-            local_model.check_usable(self.model, parent=self)
+            local_model.check_usable(self.now.model, parent=self)
 
     # -- the embedded offline model (local/..., see local_model.py)
 
@@ -161,14 +161,14 @@ class LLM(config.Remembered):
     def take_notice(self) -> str:
         """A message to show the user once (e.g. that the embedded model is in use, or that
         small-model mode turned itself on for this model)."""
-        if self.model != local_model.MODEL_NAME:
+        if self.now.model != local_model.MODEL_NAME:
             self._pending_notice = ""
         notice, self._pending_notice = getattr(self, "_pending_notice", ""), ""
-        key = (self.model, self.api_base)
-        if not notice and self.small_model == "auto" and not self.is_embedded \
+        key = (self.now.model, self.now.api_base)
+        if not notice and self.now.small_model == "auto" and not self.is_embedded \
                 and key not in self._told_small and self.is_small_model:
             self._told_small.add(key)
-            notice = (f"Small-model mode is on for `{self.model}`: {self.small_model_verdict()[1]}. "
+            notice = (f"Small-model mode is on for `{self.now.model}`: {self.small_model_verdict()[1]}. "
                       "It gives the model worked examples, checks its drafts against more "
                       "samples and asks for fenced code; `%model` says more, "
                       "OI_SMALL_MODEL=off turns it off.")
@@ -177,7 +177,7 @@ class LLM(config.Remembered):
     @property
     def is_embedded(self) -> bool:
         """Whether the model is the embedded one (``local/...``, run in this process)."""
-        return local_model.is_local(self.model)
+        return local_model.is_local(self.now.model)
 
     @property
     def is_small_model(self) -> bool:
@@ -186,13 +186,13 @@ class LLM(config.Remembered):
 
     def small_model_verdict(self) -> tuple[bool, str]:
         """(on, why) for small-model mode, from what is known now (no I/O)."""
-        if self.small_model == "on":
+        if self.now.small_model == "on":
             return True, "on (c.LLM.small_model / OI_SMALL_MODEL)"
-        if self.small_model == "off":
+        if self.now.small_model == "off":
             return False, "off (c.LLM.small_model / OI_SMALL_MODEL)"
         if self.is_embedded:
             return True, "auto: the embedded model (SmolLM2-135M)"
-        size = providers.model_size(self.model, self.api_base)
+        size = providers.model_size(self.now.model, self.now.api_base)
         if size is None:
             return False, ("auto: the model's size is not known from its name or server, so it "
                            "is treated as a capable model (OI_SMALL_MODEL=on for a small one)")
@@ -203,10 +203,10 @@ class LLM(config.Remembered):
     async def learn_about_model(self) -> None:
         """Ask the model's server what the name does not say (once per server and model;
         a short timeout; off the event loop)."""
-        if self.model.strip() and providers.worth_asking(self.model, self.api_base, self.is_embedded):
+        if self.now.model.strip() and providers.worth_asking(self.now.model, self.now.api_base, self.is_embedded):
             from oi_kernel.llm import model_info
 
-            await asyncio.to_thread(model_info.ask_server, *providers.server_key(self.model, self.api_base))
+            await asyncio.to_thread(model_info.ask_server, *providers.server_key(self.now.model, self.now.api_base))
 
     def secrets(self) -> list[str]:
         """Key values to mask in anything shown or logged: api_key and every *_API_KEY."""
@@ -214,19 +214,19 @@ class LLM(config.Remembered):
 
         keys = per_environ("api_keys", lambda: {v for k, v in os.environ.items()
                                                 if k.endswith("_API_KEY")})
-        values = {self.api_key} | keys
+        values = {self.now.api_key} | keys
         return sorted((v for v in values if len(v.strip()) >= 4), key=len, reverse=True)
 
     # -- questions that need litellm
 
     def resolved_model(self) -> str:
         """The model name as passed to litellm (may import litellm)."""
-        model = self.model.strip()
+        model = self.now.model.strip()
         if local_model.is_local(model):
             return model
-        if self.api_base and "/" not in model:
+        if self.now.api_base and "/" not in model:
             return f"openai/{model}"
-        if self.api_base and model.split("/", 1)[0] not in boundary.load().provider_list:
+        if self.now.api_base and model.split("/", 1)[0] not in boundary.load().provider_list:
             return f"openai/{model}"
         return model
 
@@ -234,15 +234,15 @@ class LLM(config.Remembered):
         """Whether to offer the execute tool (True) or expect fenced code (False)."""
         if self.is_embedded or self.tools_refused():  # no function calling there
             return False
-        if self.tool_mode != "auto":
-            return self.tool_mode == "tools"
+        if self.now.tool_mode != "auto":
+            return self.now.tool_mode == "tools"
         if self.is_small_model:  # the worked examples and the short prompt are fenced code
             return False
-        info = providers.server_info(self.model, self.api_base)
+        info = providers.server_info(self.now.model, self.now.api_base)
         if info is not None and info.tools is not None:  # the server said (Ollama)
             return info.tools
         model = self.resolved_model()
-        if self.api_base and model.startswith("openai/"):
+        if self.now.api_base and model.startswith("openai/"):
             return True
         try:
             return bool(boundary.load().supports_function_calling(model))
@@ -253,7 +253,7 @@ class LLM(config.Remembered):
 
     def tools_refused(self) -> str:
         """What the server said when it rejected tools for this model ("" if it did not)."""
-        return self._no_tools.get((self.model, self.api_base), "")
+        return self._no_tools.get((self.now.model, self.now.api_base), "")
 
     async def prepare(self) -> None:
         """Make sure litellm is imported and the model's server asked about it (once),
@@ -261,9 +261,9 @@ class LLM(config.Remembered):
         here = not remote.serves(self)  # else the host prepares its own litellm
         litellm = await boundary.load_async(local=here)
         await self.learn_about_model()
-        model = self.resolved_model() if self.model.strip() else ""
+        model = self.resolved_model() if self.now.model.strip() else ""
         if here and providers.is_ollama(model):
-            providers.register_ollama(litellm, model, providers.server_info(self.model, self.api_base))
+            providers.register_ollama(litellm, model, providers.server_info(self.now.model, self.now.api_base))
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` with litellm's bundled cl100k encoding (offline; approximate
@@ -274,7 +274,7 @@ class LLM(config.Remembered):
         """The model's input limit according to litellm's (local) model map, if known."""
         if self.is_embedded:
             return local_model.get_model(self).n_ctx
-        info = providers.server_info(self.model, self.api_base)
+        info = providers.server_info(self.now.model, self.now.api_base)
         if info is not None and info.context:
             return info.context
         try:
@@ -323,7 +323,7 @@ class LLM(config.Remembered):
         kwargs = {**self._request_kwargs(model, messages, tools), **(sampling or {})}
         # The embedded model ends its replies after the first code block itself.
         stop_after_block = self.is_small_model and not self.is_embedded and not tools
-        attempts = self.max_retries + 1
+        attempts = self.now.max_retries + 1
         attempt = 0
         while attempt < attempts:
             attempt += 1
@@ -334,13 +334,13 @@ class LLM(config.Remembered):
                 raise exc.original from None
             except Exception as exc:
                 if not stream.started and providers.drop_rejected_sampling(kwargs, exc):
-                    self._plain_sampling.add((self.model, self.api_base))
+                    self._plain_sampling.add((self.now.model, self.now.api_base))
                     attempt -= 1  # a server that takes no repeat_penalty: ask again without it
                     continue
                 if tools and not stream.started and (said := tools_rejected(exc)):
-                    self._no_tools[(self.model, self.api_base)] = said
+                    self._no_tools[(self.now.model, self.now.api_base)] = said
                     raise LLMToolsUnsupportedError(
-                        f"The server does not take tools for {self.model!r}: {said}") from exc
+                        f"The server does not take tools for {self.now.model!r}: {said}") from exc
                 failure = classify(litellm, exc)
                 delay = None if stream.started else failure.retry_delay(attempt)
                 if delay is None or attempt == attempts:
@@ -358,23 +358,40 @@ class LLM(config.Remembered):
             "messages": providers.request_messages(model, messages),
             "stream": True,
             "stream_options": {"include_usage": True},
-            "temperature": self.temperature,
-            "timeout": self.request_timeout,
+            "temperature": self.now.temperature,
+            "timeout": self.now.request_timeout,
             "num_retries": 0,
             "max_retries": 0,
         }
         if tools:
             kwargs["tools"] = tools
-        if self.api_base:
-            kwargs["api_base"] = providers.api_base_for(model, self.api_base)
+        if self.now.api_base:
+            kwargs["api_base"] = providers.api_base_for(model, self.now.api_base)
         if self.is_small_model and not self.is_embedded:
             kwargs["max_tokens"] = local_model.LocalModel.max_tokens.default_value
-            if (self.model, self.api_base) not in self._plain_sampling:
-                kwargs.update(providers.no_repeat_penalty(model, self.api_base))
-        if self.api_key:
-            kwargs["api_key"] = self.api_key
-        elif self.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            if (self.now.model, self.now.api_base) not in self._plain_sampling:
+                kwargs.update(providers.no_repeat_penalty(model, self.now.api_base))
+        if self.now.api_key:
+            kwargs["api_key"] = self.now.api_key
+        elif self.now.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
             # Local OpenAI-compatible servers need no key, but the openai SDK insists on one.
             kwargs["api_key"] = PLACEHOLDER_KEY
         return kwargs
 
+
+
+
+@contextmanager
+def _pin(llm: LLM, settings: Any) -> Iterator[None]:
+    outer, llm._pinned = llm._pinned, settings
+    try:
+        yield
+    finally:
+        llm._pinned = outer
+
+
+ModelSettings = config.frozen_class(
+    LLM, "ModelSettings", __name__,
+    "The model's settings as one turn uses them: every ``c.LLM.*`` trait, read once when the "
+    "turn starts (``LLM.freeze``, part of the engine's ``TurnSettings``) and never changed "
+    "while it runs.")

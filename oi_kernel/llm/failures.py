@@ -256,18 +256,18 @@ def final_error(llm: Any, litellm: ModuleType, failure: Failure, stream: Stream,
     """The user-facing error for ``llm``'s final failure (an ``LLM``: its model, address,
     key and timeout name what to change), keeping what streamed."""
     partial = stream.text
-    where = llm.api_base or "the provider's default URL"
+    where = llm.now.api_base or "the provider's default URL"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if failure.kind == "timeout" and stream.started:
         return LLMTimeoutError(
-            f"The model's reply stalled: nothing more arrived for {llm.request_timeout:g} s "
+            f"The model's reply stalled: nothing more arrived for {llm.now.request_timeout:g} s "
             f"({where}). What arrived is kept; ask again to continue, or raise the limit "
             "with `c.LLM.request_timeout = 300` in the kernel's config.",
             partial,
         )
     if failure.kind == "timeout":
         return LLMTimeoutError(
-            f"The model did not answer within {llm.request_timeout:g} s ({where}).\n"
+            f"The model did not answer within {llm.now.request_timeout:g} s ({where}).\n"
             "Try again, or raise the limit with `c.LLM.request_timeout = 300` in the "
             "kernel's config.",
             partial,
@@ -285,7 +285,7 @@ def final_error(llm: Any, litellm: ModuleType, failure: Failure, stream: Stream,
             f"Could not connect to {where}{tries}: {failure.detail}.\n"
             "Check that the server is running and the address is right: set OI_API_BASE "
             "before starting Jupyter, or `c.LLM.api_base` in the kernel's config."
-            + local_server_hint(llm.api_base), partial)
+            + local_server_hint(llm.now.api_base), partial)
     if failure.kind == "rate_limit":
         return LLMRateLimitError(
             f"The provider kept rate-limiting requests (HTTP 429){tries}: {failure.detail}\n"
@@ -300,22 +300,22 @@ def final_error(llm: Any, litellm: ModuleType, failure: Failure, stream: Stream,
         )
     if failure.kind == "model":
         return LLMError(
-            f"Model {llm.model!r} is unknown here: {failure.detail}\n"
+            f"Model {llm.now.model!r} is unknown here: {failure.detail}\n"
             "Model names are litellm's (https://docs.litellm.ai/docs/providers), "
             "e.g. gpt-4o-mini or ollama_chat/qwen2.5-coder:1.5b; `%model NAME` or OI_MODEL.",
             partial,
         )
     status = f" (HTTP {failure.status})" if failure.status else ""
     return LLMError(
-        f"The request to model {llm.model!r} failed{status}: {failure.detail}", partial
+        f"The request to model {llm.now.model!r} failed{status}: {failure.detail}", partial
     )
 
 def _auth_message(llm: Any, litellm: ModuleType, failure: Failure) -> str:
     variables = " or ".join(key_variables(litellm, llm.resolved_model())) or "OPENAI_API_KEY"
     how = f"set OI_API_KEY, or the provider's own variable {variables}, before starting Jupyter"
     if failure.status is None:
-        return f"No API key was found for model {llm.model!r} ({failure.detail}).\nTo fix it, {how}."
-    source = "OI_API_KEY (or c.LLM.api_key)" if llm.api_key else variables
+        return f"No API key was found for model {llm.now.model!r} ({failure.detail}).\nTo fix it, {how}."
+    source = "OI_API_KEY (or c.LLM.api_key)" if llm.now.api_key else variables
     return (
         f"The provider rejected the API key (HTTP {failure.status}): {failure.detail}\n"
         f"Check the key in {source}; to change it, {how}."

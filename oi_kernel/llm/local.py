@@ -26,9 +26,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Integer, Unicode, default
+from traitlets import Bool, Integer, Unicode
 from traitlets.config import Configurable
 
+from oi_kernel import config
 from oi_kernel.core.codeblocks import first_block_end
 from oi_kernel.errors import ConfigError
 from oi_kernel.llm.providers import FREE_CACHE
@@ -128,7 +129,7 @@ def bundled_gguf() -> Path:
 # ----------------------------------------------------------------------------- the model
 
 
-class LocalModel(Configurable):
+class LocalModel(config.Remembered):
     """Settings of the embedded llama.cpp model, and the loaded model itself."""
 
     model_path = Unicode(
@@ -158,10 +159,6 @@ class LocalModel(Configurable):
         follow their code with made-up "Output:" blocks and chatter, which would cost time
         and could be run as code.""",
     ).tag(config=True)
-
-    @default("model_path")
-    def _default_model_path(self) -> str:
-        return os.environ.get(self.trait_metadata("model_path", "env"), "")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

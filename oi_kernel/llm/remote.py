@@ -10,6 +10,7 @@ Anything the host cannot do falls back to litellm imported in the kernel: an att
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -80,8 +81,10 @@ class RemoteLitellm:
 
 
 def config_of(llm: LLM) -> dict[str, Any]:
-    """The LLM's settings, so the host builds the same client."""
-    return {name: getattr(llm, name) for name in sorted(llm.trait_names(config=True))}
+    """The settings this request uses (the turn's, ``LLM.now``), so the host builds the same
+    client."""
+    settings = llm.now
+    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
 
 
 def serves(llm: LLM) -> bool:
@@ -172,7 +175,7 @@ def error_of(llm: LLM, event: dict[str, Any]) -> Exception:
     """The host's exception as the kernel would have raised it."""
     kind = getattr(errors, event.get("class", ""), None)
     if event.get("said"):
-        llm._no_tools[(llm.model, llm.api_base)] = event["said"]  # as LLM.stream does
+        llm._no_tools[(llm.now.model, llm.now.api_base)] = event["said"]  # as LLM.stream does
     if isinstance(kind, type) and issubclass(kind, errors.LLMError):
         return kind(event["message"], event.get("partial", ""))
     try:

@@ -95,7 +95,7 @@ class KernelFrontend:
         """The cell's request, as its turn carries it (``core.turn_context``)."""
         return TurnContext(self.parent_id, self.allow_stdin, self.author)
 
-    def publish(self, msg_type: str, content: dict[str, Any]) -> None:
+    def send_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
         self.kernel.session.send(self.kernel.iopub_socket, msg_type, content, parent=self.parent)
 
     async def ask(self, prompt: str) -> str:
@@ -117,7 +117,7 @@ class TerminalFrontend:
         self._shown: dict[str, str] = {}  # display_id -> text printed so far
         self._open: str | None = None  # display_id whose last line is still being written
 
-    def publish(self, msg_type: str, content: dict[str, Any]) -> None:
+    def send_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
         if msg_type == "stream":  # a reply printed as it streams (text display)
             sys.stdout.write(content.get("text", ""))
             sys.stdout.flush()

@@ -30,7 +30,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Enum, default
+from traitlets import Enum
 
 from oi_kernel import config
 from oi_kernel.approval.approvers import StdinApprover
@@ -83,13 +83,8 @@ class OIMagics(Magics):
         "IPython; a cell from a client that renders no widgets and offers no stdin "
         "(nbclient, papermill) is refused at once, saying how to allow code. "
         "Env: OI_APPROVAL_UI.",
+        default_value="auto",
     ).tag(env="OI_APPROVAL_UI")
-
-    @default("approval_ui")
-    def _approval_ui_default(self) -> str:
-        help_text = self.traits()["approval_ui"].help
-        return config.env_choice(self.trait_metadata("approval_ui", "env"),
-                                 ["auto", "widget", "stdin"], "auto", help=help_text)
 
     display = Enum(
         list(DISPLAY_MODES),
@@ -98,20 +93,16 @@ class OIMagics(Magics):
         "(printed as a stream, for clients that do not update displays: jupyter console, "
         "nbclient, papermill), or 'auto': live when the approval card is used, else text. "
         "`%oi display` changes it for the session. Env: OI_DISPLAY.",
+        default_value="auto",
     ).tag(env="OI_DISPLAY")
 
-    @default("display")
-    def _display_default(self) -> str:
-        help_text = self.traits()["display"].help
-        return config.env_choice(self.trait_metadata("display", "env"), DISPLAY_MODES, "auto",
-                                 help=help_text)
-
     def __init__(self, shell: Any) -> None:
+        config.apply_environment(self)  # OI_APPROVAL_UI, OI_DISPLAY: before the config
         super().__init__(shell=shell)
         self.guard = InterruptGuard(_run_code_codes(shell))
         self.frontend: KernelFrontend | TerminalFrontend | None = None
         approver = WidgetApprover(
-            self._publish,
+            self._send_iopub,
             lambda: self.frontend is not None and self.frontend.widgets,
             fallback=StdinApprover(self._ask),
         )
@@ -138,14 +129,14 @@ class OIMagics(Magics):
         from oi_kernel.session.status import status_fields
 
         comms = FrontendComms(self.engine, lambda: self.oi.log_path, kind="ipython-magic",
-                              details=lambda: status_fields(self.oi), publish=self._publish)
+                              details=lambda: status_fields(self.oi), send_iopub=self._send_iopub)
         comms.register_target(getattr(kernel, "comm_manager", None))
         return comms
 
     # ------------------------------------------------------------------ plumbing
-    def _publish(self, msg_type: str, content: dict[str, Any]) -> None:
+    def _send_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
         if self.frontend is not None:
-            self.frontend.publish(msg_type, content)
+            self.frontend.send_iopub(msg_type, content)
 
     async def _ask(self, prompt: str) -> str:
         assert self.frontend is not None
@@ -162,7 +153,7 @@ class OIMagics(Magics):
         the executor captures)."""
         context = frontend.context
         # The card, or the stdin prompt, shows a block that needs approval.
-        view: Any = TurnView(frontend.publish,
+        view: Any = TurnView(frontend.send_iopub,
                              shows_code=not (frontend.widgets or context.allow_stdin),
                              live=live_display(self.oi.display, frontend.widgets),
                              pieces=context.allow_stdin)

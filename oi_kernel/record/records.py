@@ -1,5 +1,10 @@
-"""The session log's records as types: one frozen dataclass per kind of event, and
+"""The session log's records as types: a frozen dataclass per kind of event, and
 ``parse_record``, which reads one line's JSON object into one.
+
+Each type is a view of the event class that writes its kind (``core.events``): its fields,
+their types and defaults are the class's ``reads``, declared there once, next to the
+``to_record`` that writes them; this module makes the dataclass from them (``_view``) and
+keeps the names readers import (``ExecutionRecord``, ``DecisionRecord``, ...).
 
 Every record has the envelope every line carries (``v`` → ``version``, ``seq``, ``t`` →
 ``time``, ``session``) and ``extra``: the fields this reader does not know (a newer writer
@@ -17,11 +22,11 @@ field the line did not have at its default).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any, ClassVar
 
-from oi_kernel.core import events as E
-from oi_kernel.core.recorded import Recorded, record_kinds
+from oi_kernel.core import events  # noqa: F401  (every event class defined)
+from oi_kernel.core.recorded import record_kinds
 
 READS_UP_TO = 2  # the newest log version whose records this module reads
 
@@ -66,24 +71,6 @@ _ENVELOPE = {"v": ("version", _CHECKS["int"]), "seq": ("seq", _CHECKS["int"]),
 
 _KINDS: dict[str, type[Record]] = {}
 _FIELDS: dict[type[Record], dict[str, tuple[str, tuple[str, _Check]]]] = {}
-_R = TypeVar("_R", bound=type[Record])
-
-
-def _kind(event: str | type[Recorded]) -> Callable[[_R], _R]:
-    """Register a record type for ``event`` (a kind, or the event class that names it:
-    ``core.events``), with the check of each of its fields (an annotation the parser has no
-    check for fails here, at import)."""
-    if not isinstance(event, str):
-        event = event.record_kind
-
-    def register(cls: _R) -> _R:
-        cls.event = event
-        _KINDS[event] = cls
-        _FIELDS[cls] = {f.name: (f.name, _checker(str(f.type)))
-                        for f in fields(cls) if f.name not in _NOT_FIELDS}
-        return cls
-
-    return register
 
 
 def _checker(annotation: str) -> tuple[str, _Check]:
@@ -118,24 +105,6 @@ class EventRecord(Record):
 # ----------------------------------------------------------------------------- the kinds
 
 
-@_kind(E.SessionStarted)
-@dataclass(frozen=True, kw_only=True)
-class SessionStartRecord(Record):
-    kernel: str = ""
-    model: str = ""
-    child_kernel: str = ""
-    cwd: str = ""
-    oi_version: str = ""
-    python: str = ""
-    headless: bool = False
-
-
-@_kind(E.SessionEnded)
-@dataclass(frozen=True, kw_only=True)
-class SessionEndRecord(Record):
-    pass
-
-
 @dataclass(frozen=True, kw_only=True)
 class InTurnRecord(Record):
     """A record that belongs to an instruction (``turn`` numbers them from 1)."""
@@ -150,273 +119,70 @@ class AtStepRecord(InTurnRecord):
     step: int | None = None
 
 
-@_kind(E.TurnStarted)
-@dataclass(frozen=True, kw_only=True)
-class TurnStartRecord(InTurnRecord):
-    instruction: str = ""
-    replayed_from: str = ""  # %load --replay: the saved conversation's path
+
+_DEFAULTS = {"str": "", "bool": False, "int": 0, "float": 0.0, "tuple[Any, ...]": ()}
 
 
-@_kind(E.TurnDone)
-@dataclass(frozen=True, kw_only=True)
-class TurnEndRecord(InTurnRecord):
-    reason: str = ""
-    steps: int | None = None
-    usage: dict | None = None
+def _view(kind: str, name: str) -> type[Record]:
+    """The record type of ``kind``, made from the ``reads`` of the event class that writes
+    it, and registered (its fields checked: an annotation the parser has no check for
+    fails here, at import)."""
+    spec = record_kinds()[kind].reads_of(kind)
+    if spec is None:
+        raise TypeError(f"records.py: {kind!r} declares no fields to read (``reads``)")
+    base = (AtStepRecord if {"turn", "step"} <= set(spec) else
+            InTurnRecord if "turn" in spec else Record)
+    inherited = {f.name for f in fields(base)}
+    own = []
+    for field_name, declared in spec.items():
+        annotation, default = (declared if isinstance(declared, tuple) else
+                               (declared, None if declared.endswith(" | None")
+                                else _DEFAULTS[declared]))
+        _checker(annotation)
+        if field_name not in inherited:
+            own.append((field_name, annotation, field(default=default)))
+    cls = make_dataclass(name, own, bases=(base,), frozen=True, kw_only=True)
+    cls.__module__, cls.event = __name__, kind
+    _KINDS[kind] = cls
+    _FIELDS[cls] = {f.name: (f.name, _checker(str(f.type)))
+                    for f in fields(cls) if f.name not in _NOT_FIELDS}
+    return cls
 
 
-@_kind(E.AnswerChecked)
-@dataclass(frozen=True, kw_only=True)
-class AnswerCheckRecord(InTurnRecord):
-    """The numbers of an instruction's answer and where each was printed (``core.claims``):
-    ``claims`` [{"text", "kind", "start", "end", "found": {"turn", "step", "printed", "how",
-    "where"} or null}]."""
-
-    answer: str = ""
-    asked: bool = False
-    claims: tuple[Any, ...] = ()
-    note: str = ""
-    quoted: int = 0
-
-
-@_kind(E.LLMRequested)
-@dataclass(frozen=True, kw_only=True)
-class LLMRequestRecord(AtStepRecord):
-    model: str = ""
-    messages_before: int = 0
-    messages: tuple[Any, ...] = ()
-    tools: bool = True
-    small: bool | None = None  # None: not recorded (older logs)
-
-
-@_kind(E.ReplyDone)
-@dataclass(frozen=True, kw_only=True)
-class LLMResponseRecord(AtStepRecord):
-    text: str = ""
-    tool_calls: tuple[Any, ...] = ()
-    usage: dict | None = None
-    latency_s: float | None = None
-    finish_reason: str | None = None
-    reasoning: str = ""
-
-
-@_kind(E.LLMFailed)
-@dataclass(frozen=True, kw_only=True)
-class LLMErrorRecord(AtStepRecord):
-    error: str = ""
-    partial_text: str = ""
-
-
-@_kind(E.SampleDrawn)
-@dataclass(frozen=True, kw_only=True)
-class LLMSampleRecord(AtStepRecord):
-    text: str = ""
-    sampling: dict | None = None
-    usage: dict | None = None
-    latency_s: float | None = None
-
-
-@_kind(E.DraftsSampled)
-@dataclass(frozen=True, kw_only=True)
-class DraftSamplesRecord(AtStepRecord):
-    drawn: int | None = None
-    seconds: float | None = None
-    chosen: int | None = None
-    drafts: tuple[Any, ...] = ()
-
-
-@_kind("draft_samples_skipped")
-@dataclass(frozen=True, kw_only=True)
-class DraftSamplesSkippedRecord(AtStepRecord):
-    reply_s: float | None = None
-    budget_s: float | None = None
-
-
-@_kind("draft_samples_error")
-@dataclass(frozen=True, kw_only=True)
-class DraftSamplesErrorRecord(AtStepRecord):
-    error: str = ""
-
-
-@_kind(E.DraftSetAside)
-@dataclass(frozen=True, kw_only=True)
-class DraftSetAsideRecord(AtStepRecord):
-    code: str = ""
-    problems: tuple[Any, ...] = ()
-
-
-@_kind(E.ToolsUnsupported)
-@dataclass(frozen=True, kw_only=True)
-class ToolsUnsupportedRecord(AtStepRecord):
-    error: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class _CodeStep(AtStepRecord):
-    """What code_proposed, decision and execution share; the tool fields are set only for
-    an MCP tool step (``language`` "json", ``code`` its JSON arguments)."""
-
-    language: str = ""
-    code: str = ""
-    sha256: str = ""
-    tool: str = ""
-    tool_kind: str = ""
-    server: str = ""
-    server_tool: str = ""
-
-
-@_kind(E.StepReviewed)
-@dataclass(frozen=True, kw_only=True)
-class CodeProposedRecord(_CodeStep):
-    flags: tuple[Any, ...] = ()
-    recognised_as_code: bool = False
-    untrusted: tuple[Any, ...] = ()
-
-
-@_kind(E.Decided)
-@dataclass(frozen=True, kw_only=True)
-class DecisionRecord(_CodeStep):
-    action: str = ""  # approved, edited, skipped, stopped, auto
-    reason: str = ""
-    by: str = ""
-    four_eyes: str = ""
-    author: str = ""
-
-
-@_kind(E.StepDone)
-@dataclass(frozen=True, kw_only=True)
-class ExecutionRecord(_CodeStep):
-    status: str = ""
-    outputs: tuple[Any, ...] = ()
-    duration_s: float | None = None
-    feedback: str = ""
-    changes: dict | None = None
-
-
-@_kind(E.DirectRun)
-@dataclass(frozen=True, kw_only=True)
-class DirectRecord(Record):
-    """A cell the user ran in the child without the LLM."""
-
-    kind: str = ""  # python or shell
-    code: str = ""
-    status: str = ""
-    outputs: tuple[Any, ...] = ()
-    duration_s: float | None = None
-
-
-@_kind(E.CheckpointKept)
-@dataclass(frozen=True, kw_only=True)
-class CheckpointRecord(InTurnRecord):
-    id: int | None = None
-    fork: bool = False
-    copy: bool = False  # the variables kept as an in-memory copy, not a fork (plain data)
-    variables: int | None = None
-    files: int | None = None
-    cost_s: float | None = None
-
-
-@_kind(E.RolledBack)
-@dataclass(frozen=True, kw_only=True)
-class RollbackRecord(InTurnRecord):
-    variables: tuple[Any, ...] = ()
-    removed_variables: tuple[Any, ...] = ()
-    problems: tuple[Any, ...] = ()
-    restored: tuple[Any, ...] = ()
-    removed: tuple[Any, ...] = ()
-    not_restored: tuple[Any, ...] = ()
-    namespace_lost: bool = False
-
-
-@_kind(E.ChildRestarted)
-@dataclass(frozen=True, kw_only=True)
-class ChildRestartRecord(Record):
-    reason: str = ""
-
-
-@_kind(E.Rebuilt)
-@dataclass(frozen=True, kw_only=True)
-class RebuildRecord(Record):
-    """``%rebuild``: the steps of a lost child kernel re-run in a new one."""
-
-    lost: str = ""
-    planned: int | None = None
-    ran: int | None = None
-    failed: str = ""
-    skipped: tuple[Any, ...] = ()
-    files: dict | None = None
-    done: int | None = None  # the plan's steps handled; below ``planned``: it stopped
-
-
-@_kind(E.StateChanged)
-@dataclass(frozen=True, kw_only=True)
-class StateRecord(Record):
-    """``%state save|restore|drop NAME``; ``steps``: the recorded steps that rebuild the
-    state's variables ({"where", "language", "code", "turn"})."""
-
-    action: str = ""
-    name: str = ""
-    info: dict | None = None
-    mark: int | None = None
-    steps: tuple[Any, ...] = ()
-
-
-@_kind(E.ConversationReset)
-@dataclass(frozen=True, kw_only=True)
-class ConversationResetRecord(Record):
-    pass
-
-
-@_kind(E.ConversationUndone)
-@dataclass(frozen=True, kw_only=True)
-class ConversationUndoRecord(Record):
-    turns: int | None = None
-    messages: int | None = None
-
-
-@_kind(E.ConversationSaved)
-@dataclass(frozen=True, kw_only=True)
-class ConversationSavedRecord(Record):
-    path: str = ""
-    turns: int | None = None
-
-
-@_kind(E.ConversationLoaded)
-@dataclass(frozen=True, kw_only=True)
-class ConversationLoadedRecord(Record):
-    path: str = ""
-    turns: int | None = None
-    messages: int | None = None
-
-
-@_kind(E.ToolsOffered)
-@dataclass(frozen=True, kw_only=True)
-class ToolsOfferedRecord(Record):
-    functions: tuple[Any, ...] = ()
-
-
-@_kind(E.GuardStopped)
-@dataclass(frozen=True, kw_only=True)
-class GuardStopRecord(InTurnRecord):
-    step: int | None = None
-    stops: tuple[Any, ...] = ()
-    limit: str = ""
-    limit_text: str = ""
-
-
-@_kind(E.ToolNotice)
-@dataclass(frozen=True, kw_only=True)
-class ToolNoticeRecord(Record):
-    text: str = ""
-
-
-@_kind(E.ProfileApplied)
-@dataclass(frozen=True, kw_only=True)
-class ProfileRecord(Record):
-    name: str | None = None
-    path: str | None = None
-    selected_by: str = ""
-    settings: dict | None = None
+SessionStartRecord = _view("session_start", "SessionStartRecord")
+SessionEndRecord = _view("session_end", "SessionEndRecord")
+TurnStartRecord = _view("turn_start", "TurnStartRecord")
+TurnEndRecord = _view("turn_end", "TurnEndRecord")
+AnswerCheckRecord = _view("answer_check", "AnswerCheckRecord")
+LLMRequestRecord = _view("llm_request", "LLMRequestRecord")
+LLMResponseRecord = _view("llm_response", "LLMResponseRecord")
+LLMErrorRecord = _view("llm_error", "LLMErrorRecord")
+LLMSampleRecord = _view("llm_sample", "LLMSampleRecord")
+DraftSamplesRecord = _view("draft_samples", "DraftSamplesRecord")
+DraftSamplesSkippedRecord = _view("draft_samples_skipped", "DraftSamplesSkippedRecord")
+DraftSamplesErrorRecord = _view("draft_samples_error", "DraftSamplesErrorRecord")
+DraftSetAsideRecord = _view("draft_set_aside", "DraftSetAsideRecord")
+ToolsUnsupportedRecord = _view("tools_unsupported", "ToolsUnsupportedRecord")
+CodeProposedRecord = _view("code_proposed", "CodeProposedRecord")
+DecisionRecord = _view("decision", "DecisionRecord")
+ExecutionRecord = _view("execution", "ExecutionRecord")
+DirectRecord = _view("direct", "DirectRecord")
+CheckpointRecord = _view("checkpoint", "CheckpointRecord")
+RollbackRecord = _view("rollback", "RollbackRecord")
+ChildRestartRecord = _view("child_restart", "ChildRestartRecord")
+RebuildRecord = _view("rebuild", "RebuildRecord")
+StateRecord = _view("state", "StateRecord")
+ConversationResetRecord = _view("conversation_reset", "ConversationResetRecord")
+ConversationUndoRecord = _view("conversation_undo", "ConversationUndoRecord")
+ConversationSavedRecord = _view("conversation_saved", "ConversationSavedRecord")
+ConversationLoadedRecord = _view("conversation_loaded", "ConversationLoadedRecord")
+ToolsOfferedRecord = _view("tools_offered", "ToolsOfferedRecord")
+GuardStopRecord = _view("guard_stop", "GuardStopRecord")
+ToolNoticeRecord = _view("tool_notice", "ToolNoticeRecord")
+ProfileRecord = _view("profile", "ProfileRecord")
+for _k, _cls in record_kinds().items():  # a kind added since: its view, by its name alone
+    if _k not in _KINDS and _cls.reads_of(_k) is not None:
+        _view(_k, "".join(w.upper() if w == "llm" else w.title() for w in _k.split("_")) + "Record")
 
 
 # ----------------------------------------------------------------------------- the parser

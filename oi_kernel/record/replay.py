@@ -4,8 +4,8 @@
 a session log through the engine with a ``RecordedLLM`` that answers with the logged
 replies (no network) and a ``RecordedApprover`` (here) that repeats the logged
 decisions: a step approved when recorded runs what the replayed reply proposes, an edit
-runs the recorded edit, a skip stays a skip. This module groups the log's records into
-turns (``parse_session``) and compares each re-run step's outputs with the recorded ones
+runs the recorded edit, a skip stays a skip. This module reads the log as the events that
+wrote it, folded into turns by the engine's own fold (``parse_session``), and compares each re-run step's outputs with the recorded ones
 using export's normalisation (``compare_step``), so the report says which steps still
 reproduce.
 """
@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from oi_kernel.core import events as E
 from oi_kernel.core.executor import ExecResult
+from oi_kernel.core.recorded import record_kinds
 from oi_kernel.core.tools import ToolSpec
 from oi_kernel.core.types import (
     ApprovalRequest,
@@ -27,6 +29,7 @@ from oi_kernel.core.types import (
 )
 from oi_kernel.errors import ApprovalUnavailableError
 from oi_kernel.llm.recorded import RecordedLLM, ReplayDivergedError
+from oi_kernel.record.log_writer import EventReader
 from oi_kernel.record.records import (
     ChildRestartRecord,
     CodeProposedRecord,
@@ -35,10 +38,7 @@ from oi_kernel.record.records import (
     DirectRecord,
     ExecutionRecord,
     InTurnRecord,
-    LLMErrorRecord,
     LLMRequestRecord,
-    LLMResponseRecord,
-    LLMSampleRecord,
     Record,
     SessionStartRecord,
     ToolsOfferedRecord,
@@ -78,6 +78,28 @@ class RecordedTurn:
     decisions: dict[int, DecisionRecord] = field(default_factory=dict)
     executions: dict[int, ExecutionRecord] = field(default_factory=dict)
     end_reason: str = ""
+    turn: Turn | None = field(default=None, compare=False)  # as the engine's fold built it
+
+    def add(self, r: Record) -> None:
+        """Keep ``r``, a record of this instruction, where the event class that wrote it
+        belongs (``_PARTS``)."""
+        cls = record_kinds().get(r.event)
+        part = _PARTS.get(cls) if cls is not None else None
+        if isinstance(r, LLMRequestRecord):
+            self.tools = r.tools
+            self.small = self.small if r.small is None else r.small
+        elif part in ("replies", "samples"):
+            getattr(self, part).append(r.to_dict())
+        elif part is not None and getattr(r, "step", None) is not None:
+            getattr(self, part)[r.step] = r
+        elif isinstance(r, TurnEndRecord):
+            self.end_reason = r.reason
+
+
+_PARTS: dict[type, str] = {  # the event class -> where ``RecordedTurn`` keeps its records
+    E.ReplyDone: "replies", E.LLMFailed: "replies", E.SampleDrawn: "samples",
+    E.StepReviewed: "proposals", E.Decided: "decisions", E.StepDone: "executions",
+}
 
 
 Action = RecordedTurn | DirectRecord | ConversationResetRecord | ChildRestartRecord
@@ -107,44 +129,29 @@ class RecordedSession:
 
 
 def parse_session(records: Iterable[Record | Mapping[str, Any]]) -> RecordedSession:
-    """Group a log's records (typed, or lines as ``read_log`` gives them) into turns,
-    keeping direct cells, resets and restarts in their place."""
-    session = RecordedSession()
+    """Read a log's records (typed, or lines as ``read_log`` gives them) as the events that
+    wrote them and fold those with the engine's fold (``record.log_writer.EventReader``):
+    each instruction is a ``RecordedTurn`` around the ``Turn`` its events build, with its
+    records by step; direct cells, resets and restarts keep their place."""
+    session, reader = RecordedSession(), EventReader()
     turns: dict[int | None, RecordedTurn] = {}
     for r in as_records(records):
+        event = reader(r.to_dict())
         if isinstance(r, SessionStartRecord):
             session.header = session.header or r
-        elif isinstance(r, TurnStartRecord):
-            turn = RecordedTurn(r.turn or len(turns) + 1, r.instruction)
+        elif isinstance(r, TurnStartRecord):  # (a field missing: still a turn, not folded)
+            turn = RecordedTurn(r.turn or len(turns) + 1, r.instruction, turn=reader.turns[-1]
+                                if isinstance(event, E.TurnStarted) else None)
             turns[r.turn] = turn
             session.timeline.append(turn)
-        elif isinstance(r, (DirectRecord, ConversationResetRecord)):
-            session.timeline.append(r)
-        elif isinstance(r, ChildRestartRecord):
-            if "died" not in r.reason:  # asked for (after a death the restart is automatic)
-                session.timeline.append(r)
+        elif isinstance(r, _TIMELINE) and "died" not in getattr(r, "reason", ""):
+            session.timeline.append(r)  # (a restart after a death is automatic: not replayed)
         elif isinstance(r, InTurnRecord) and r.turn in turns:
-            _add_to_turn(turns[r.turn], r)
+            turns[r.turn].add(r)
     return session
 
 
-def _add_to_turn(turn: RecordedTurn, r: Record) -> None:
-    if isinstance(r, LLMRequestRecord):
-        turn.tools = r.tools
-        if r.small is not None:
-            turn.small = r.small
-    elif isinstance(r, (LLMResponseRecord, LLMErrorRecord)):
-        turn.replies.append(r.to_dict())
-    elif isinstance(r, LLMSampleRecord):
-        turn.samples.append(r.to_dict())
-    elif isinstance(r, CodeProposedRecord) and r.step is not None:
-        turn.proposals[r.step] = r
-    elif isinstance(r, DecisionRecord) and r.step is not None:
-        turn.decisions[r.step] = r
-    elif isinstance(r, ExecutionRecord) and r.step is not None:
-        turn.executions[r.step] = r
-    elif isinstance(r, TurnEndRecord):
-        turn.end_reason = r.reason
+_TIMELINE = (DirectRecord, ConversationResetRecord, ChildRestartRecord)
 
 
 # ----------------------------------------------------------------------------- the seams

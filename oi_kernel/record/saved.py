@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +30,7 @@ from oi_kernel.errors import OIError
 FORMAT = "oi-conversation"
 VERSION = 1
 DEFAULT_PATH = "oi-conversation.json"
-REPLAY_STATUSES = ("ok", "unknown")  # steps that ran cleanly (or may have: hand-made files)
+REBUILD_STATUSES = ("ok", "unknown")  # steps that ran cleanly (or may have: hand-made files)
 
 
 class ConversationFileError(OIError):
@@ -176,25 +175,20 @@ def _check(messages: Any, starts: Any, where: str) -> None:
         raise ConversationFileError(f"{where}: {exc}") from None
 
 
-def replay_blocks(saved: SavedConversation) -> list[CodeBlock]:
+def rebuild_blocks(saved: SavedConversation) -> list[CodeBlock]:
     """The code steps to run again to rebuild the Python state: those that ran without error."""
     return [
         CodeBlock(str(s.get("language") or "python"), str(s.get("code") or ""))
         for s in saved.steps
-        if s.get("status") in REPLAY_STATUSES and str(s.get("code") or "").strip()
+        if s.get("status") in REBUILD_STATUSES and str(s.get("code") or "").strip()
     ]
 
 
 # ----------------------------------------------------------------------------- engine + files
-# Outcomes of steps that came from a loaded file (they are not in engine.turns).
-_loaded_outcomes: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-
 
 def snapshot(engine: Any) -> SavedConversation:
     """The engine's conversation as it would be saved (not yet redacted)."""
-    outcomes = {**_loaded_outcomes.get(engine, {}), **outcomes_from_turns(engine.turns)}
+    outcomes = {**engine.conversation.loaded_outcomes, **outcomes_from_turns(engine.turns)}
     conversation = engine.conversation
     messages, starts = list(conversation.messages), list(conversation.turn_starts)
     return SavedConversation(
@@ -243,7 +237,7 @@ def load(engine: Any, path: str | Path) -> SavedConversation:
     """Replace the engine's conversation with the one saved in ``path``."""
     saved = read(path)
     engine.conversation.replace(saved.messages, saved.turn_starts)
-    _loaded_outcomes[engine] = {
+    engine.conversation.loaded_outcomes = {
         str(s["key"]): {"code": s.get("code", ""), "status": s.get("status", "unknown")}
         for s in saved.steps
         if s.get("key")
@@ -260,7 +254,7 @@ def load_message(saved: SavedConversation, model: str, replay: bool, prefix: str
     )
     if saved.model and saved.model != model:
         text += f" It was saved with model `{saved.model}` (now `{model}`: `{prefix}model` switches)."
-    count = len(replay_blocks(saved))
+    count = len(rebuild_blocks(saved))
     if replay:
         text += f" Replaying {count} code step{'s' if count != 1 else ''} to rebuild the state."
     elif count:

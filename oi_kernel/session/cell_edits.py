@@ -157,14 +157,14 @@ class Proposal:
 class CellEdits:
     """The ``edit_cell`` tool of one session: offered to the model, its calls reviewed in the
     notebook through the extension (``comms``: the ``CommExtras`` of the session's
-    ``FrontendComms``), or proposed as code where no extension shows them. ``publish(msg_type,
+    ``FrontendComms``), or proposed as code where no extension shows them. ``send_iopub(msg_type,
     content)`` sends an iopub message for the running cell."""
 
-    def __init__(self, engine: Any, comms: Any, publish: Callable[[str, dict[str, Any]], None]
+    def __init__(self, engine: Any, comms: Any, send_iopub: Callable[[str, dict[str, Any]], None]
                  ) -> None:
         self.engine = engine
         self.comms = comms
-        self.publish = publish
+        self.send_iopub = send_iopub
         self.pending: dict[str, Proposal] = {}
         self.done: dict[str, dict[str, dict[str, Any]]] = {}  # decisions of ended proposals
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -217,7 +217,7 @@ class CellEdits:
         emit(CellEditProposed(turn, proposal.id, [e.shown() for e in edits]))
         self.pending[proposal.id] = proposal
         try:
-            self.publish("display_data", proposal.display())
+            self.send_iopub("display_data", proposal.display())
             while proposal.open:
                 key, decision = await proposal.queue.get()
                 self._record(proposal, key, decision, emit)

@@ -379,7 +379,7 @@ async def _load(ctx: CommandContext, arg: str) -> None:
     saved = cio.load(engine, ctx.path((paths or [cio.DEFAULT_PATH])[0]))
     replay = "--replay" in flags
     ctx.say(cio.load_message(saved, engine.llm.model, replay, ctx.prefix))
-    blocks = cio.replay_blocks(saved)
+    blocks = cio.rebuild_blocks(saved)
     if replay and blocks:
         turn = await engine.run_code_steps(f"{ctx.prefix}load {saved.path} --replay", blocks,
                                            ctx.events(), replayed_from=str(saved.path))

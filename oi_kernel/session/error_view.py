@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import html
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core.output_text import compact_error, full_error_text
-from oi_kernel.core.types import StepRecord, Turn
+from oi_kernel.core.types import SendIOPub, StepRecord, Turn
 
-Publish = Callable[[str, dict[str, Any]], None]
 HINT_COMMAND = "%last_error"
 _ERROR_STYLE = "margin:2px 0;color:var(--jp-error-color1,#b71c1c);white-space:pre-wrap"
 _FRAME_STYLE = "margin:2px 0;white-space:pre-wrap"
@@ -61,8 +59,8 @@ def full_bundle(output: dict[str, Any]) -> dict[str, Any]:
 class StepErrors:
     """The compact errors shown in one cell, expanded when the instruction ends on one."""
 
-    def __init__(self, publish: Publish, live: bool) -> None:
-        self.publish = publish
+    def __init__(self, send_iopub: SendIOPub, live: bool) -> None:
+        self.send_iopub = send_iopub
         self.live = live
         self._shown: dict[int, tuple[str, dict[str, Any]]] = {}  # step -> (display id, output)
 
@@ -72,7 +70,7 @@ class StepErrors:
             return
         display_id = uuid.uuid4().hex
         self._shown[record.index] = (display_id, output)
-        self.publish("display_data", {
+        self.send_iopub("display_data", {
             "data": compact_bundle(output, record.index),
             "metadata": {"oi": {"error": "compact"}},
             "transient": {"display_id": display_id}})
@@ -86,11 +84,11 @@ class StepErrors:
             return
         display_id, output = shown
         if self.live:
-            self.publish("update_display_data", {
+            self.send_iopub("update_display_data", {
                 "data": full_bundle(output), "metadata": {"oi": {"error": "full"}},
                 "transient": {"display_id": display_id}})
         else:
-            self.publish("error", {"ename": output.get("ename", "Error"),
+            self.send_iopub("error", {"ename": output.get("ename", "Error"),
                                    "evalue": output.get("evalue", ""),
                                    "traceback": output.get("traceback", [])})
 

@@ -23,7 +23,7 @@ the kernel class, so the Open Interpreter kernel and the ``%%oi`` magic share it
     comms.register_target(kernel.comm_manager)
     await engine.run_turn(text, comms.watch(view, cell_id))
 
-With ``publish`` (an iopub sender for the running cell) it also offers the model the
+With ``send_iopub`` (an iopub sender for the running cell) it also offers the model the
 ``edit_cell`` tool (``session.cell_edits``): the extension shows those edits as diffs.
 
 Every handler replies, also on failure (``ok: false`` with a message that says
@@ -66,7 +66,7 @@ class FrontendComms:
         verify_timeout: int = 120,
         details: Callable[[], dict[str, Any]] | None = None,
         child: Any = None,
-        publish: Callable[[str, dict[str, Any]], None] | None = None,
+        send_iopub: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.engine = engine
         self.child = child  # the child kernel code runs in (None: the user's own shell)
@@ -86,10 +86,10 @@ class FrontendComms:
         self._watched = self._sandbox_traits()
         for obj, names in self._watched:
             obj.observe(self._on_setting, names=names)
-        if publish is not None:  # iopub for the running cell: the edit_cell tool's diffs
+        if send_iopub is not None:  # iopub for the running cell: the edit_cell tool's diffs
             from oi_kernel.session.cell_edits import CellEdits
 
-            CellEdits(engine, self.extras, publish).attach()
+            CellEdits(engine, self.extras, send_iopub).attach()
 
     # ------------------------------------------------------------ lifecycle
     def register_target(self, comm_manager: Any = None) -> None:

@@ -95,10 +95,9 @@ def _base_value(obj: Any, trait: str) -> tuple[Any, str]:
     value = _config_value(obj, trait)
     if value is not _MISSING:
         return value, config.FORGET
-    if getattr(obj, "environment_resolved", False):  # (else ``@default`` reads the env)
-        found = config.environment_value(obj, trait)
-        if found is not None:
-            return found
+    found = config.environment_value(obj, trait)
+    if found is not None:
+        return found
     return obj.trait_defaults(trait), config.FORGET
 
 
@@ -266,10 +265,10 @@ def _source(target: Any, setting: Setting, state: _State) -> str:
     configured = _config_value(target, setting.trait)
     if configured is not _MISSING:
         return "config" if configured == value else "magic"
-    if target.trait_defaults(setting.trait) == value:
-        envs = [e for e in setting.env if os.environ.get(e, "").strip()]
-        return f"env {', '.join(envs)}" if envs else "default"
-    return "magic"
+    recorded = getattr(target, "setting_sources", {}).get(setting.trait)
+    if recorded in setting.env:  # the environment step's (config.apply_environment)
+        return f"env {recorded}"
+    return "default" if target.trait_defaults(setting.trait) == value else "magic"
 
 
 def describe(engine: Any, child: Any = None) -> str:

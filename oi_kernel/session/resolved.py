@@ -100,32 +100,10 @@ def source_of(obj: Any, name: str) -> str:
         return f"c.{_config_section(obj, name)}.{name}"
     if recorded is not None:
         return recorded
-    trait = obj.traits()[name]
-    if (getattr(obj, "environment_resolved", False)  # the environment step records its own
-            and trait.metadata.get("env_kind") != "elsewhere"):
-        return "default"
-    env, also = trait.metadata.get("env"), trait.metadata.get("env_also")
-    if env and _env_valid(trait, os.environ.get(env, "").strip()):
-        return env
-    if also and os.environ.get(also, "").strip().lower() in ("1", "true", "yes", "on"):
-        return also
-    return "default"
-
-
-def _env_valid(trait: Any, raw: str) -> bool:
-    """Whether the environment's ``raw`` value was used (a bad one is reported and the
-    default kept: ``oi_kernel.config``)."""
-    if not raw:
-        return False
-    kinds = {"Integer": int, "Int": int, "Float": float}
-    try:
-        if type(trait).__name__ in kinds:
-            kinds[type(trait).__name__](raw)
-        elif type(trait).__name__ == "Enum":
-            return raw.lower() in trait.values
-    except ValueError:
-        return False
-    return True
+    env = obj.traits()[name].metadata.get("env")
+    if obj.trait_metadata(name, "env_kind") == "elsewhere" and os.environ.get(env, "").strip():
+        return env  # read by its user beside the setting (OI_MCP_CONFIG)
+    return "default"  # (the environment step records the variable it used)
 
 
 def _config_section(obj: Any, name: str) -> str:
@@ -164,7 +142,7 @@ def model_description(llm: Any, engine: Any) -> str:
                      "instruction, its drafts are checked before you are asked and compared "
                      f"with {f'up to {samples}' if samples > 0 else 'no'} more samples "
                      "(OI_SMALL_MODEL_SAMPLES), a reply that is only code is recognised as "
-                     f"code, and each instruction gets at most {engine.policy.step_limit()} LLM calls.")
+                     f"code, and each instruction gets at most {engine.handling.step_limit()} LLM calls.")
     if llm.is_embedded:
         code = "fenced code blocks (the embedded model has no tool calls)"
     elif said := llm.tools_refused():

@@ -45,6 +45,9 @@ def restore_text(name: str, report: dict[str, Any], prefix: str) -> str:
         parts.append("Files: none had changed.")
     if report.get("not_restored"):
         parts.append(f"**Files not restored**: {_names(report['not_restored'])}.")
+    if report.get("changed_during_save"):
+        parts.append(f"**Changed while the state was being saved** (kept as they were when "
+                     f"copied, not as at the save): {_names(report['changed_during_save'])}.")
     return " ".join(parts)
 
 

@@ -1,6 +1,6 @@
 """Renders engine events as Jupyter display messages, for any frontend.
 
-The view knows nothing about kernels: it is handed a ``publish(msg_type,
+The view knows nothing about kernels: it is handed a ``send_iopub(msg_type,
 content)`` callable. It has two ways to show the model's reply as it streams:
 
 - live (JupyterLab, Notebook 7, VS Code): one display per LLM reply, updated in place.
@@ -26,20 +26,18 @@ import asyncio
 import html
 import re
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from oi_kernel.core import changes
 from oi_kernel.core import events as E
 from oi_kernel.core.answer_check import marks_markdown, marks_plain
 from oi_kernel.core.codeblocks import block_spans, reply_text
-from oi_kernel.core.types import ApprovalRequest, CodeBlock, StepRecord, Turn
+from oi_kernel.core.types import ApprovalRequest, CodeBlock, SendIOPub, StepRecord, Turn
 from oi_kernel.safety.visible import visible
 from oi_kernel.session.error_view import StepErrors
 
 NO_LONG_MARK = 10**12  # streamed pieces are not whole lines: no long-line note there
 
-Publish = Callable[[str, dict[str, Any]], None]
 DISPLAY_MODES = ("auto", "live", "text")
 
 
@@ -148,10 +146,10 @@ class TurnView:
     error message back: ``ChildRunner.hold_errors``), in full when the turn ends on it.
     """
 
-    def __init__(self, publish: Publish, *, coalesce_s: float = 0.05, shows_code: bool = True,
+    def __init__(self, send_iopub: SendIOPub, *, coalesce_s: float = 0.05, shows_code: bool = True,
                  live: bool = True, pieces: bool = True, settle_s: float = 0.5,
                  compact_errors: bool = False):
-        self.publish = publish
+        self.send_iopub = send_iopub
         self.coalesce_s = coalesce_s
         self.settle_s = settle_s
         self.shows_code = shows_code
@@ -170,7 +168,7 @@ class TurnView:
         self._reply_handle: asyncio.Handle | None = None  # its update, due this iteration
         self._settle_handle: asyncio.TimerHandle | None = None  # its update sent again
         self._printed_blocks: list[str] = []  # code of blocks printed in the last reply (text)
-        self._errors = StepErrors(publish, live) if compact_errors else None
+        self._errors = StepErrors(send_iopub, live) if compact_errors else None
         self.updates_sent = 0
 
     # ------------------------------------------------------------ streaming text
@@ -187,7 +185,7 @@ class TurnView:
         if not self.live:  # one line, before the answer's first words
             if done and not self._thought_sent[1]:
                 line = f"[thinking · {len(text.split()):,} words]\n"
-                self.publish("stream", {"name": "stdout", "text": line})
+                self.send_iopub("stream", {"name": "stdout", "text": line})
                 self._thought_sent = (text, done)
                 self.updates_sent += 1
             return
@@ -196,7 +194,7 @@ class TurnView:
         self._thought_id = self._thought_id or uuid.uuid4().hex
         content["transient"] = {"display_id": self._thought_id}
         self._thought_sent = (text, done)
-        self.publish(kind, content)
+        self.send_iopub(kind, content)
         self.updates_sent += 1
 
     def _send_text(self) -> None:
@@ -204,15 +202,15 @@ class TurnView:
         if not self._text or (self.live and self._text == self._last_sent):
             return
         if not self.live:
-            self.publish("stream", {"name": "stdout", "text": visible(self._text, NO_LONG_MARK)})
+            self.send_iopub("stream", {"name": "stdout", "text": visible(self._text, NO_LONG_MARK)})
             self._printed, self._text = self._text, ""
         elif self._display_id is None:
             self._last_sent = self._text
             self._display_id = uuid.uuid4().hex
-            self.publish("display_data", self._reply_content(self._text, self._display_id))
+            self.send_iopub("display_data", self._reply_content(self._text, self._display_id))
         else:
             self._last_sent = self._text
-            self.publish("update_display_data",
+            self.send_iopub("update_display_data",
                          self._reply_content(self._text, self._display_id))
         self.updates_sent += 1
 
@@ -287,7 +285,7 @@ class TurnView:
         text = reply.render()
         if text != reply.sent or again:
             reply.sent = text
-            self.publish("update_display_data", self._reply_content(text, reply.display_id))
+            self.send_iopub("update_display_data", self._reply_content(text, reply.display_id))
             self.updates_sent += 1
 
     def _fold(self, request: ApprovalRequest) -> None:
@@ -330,26 +328,26 @@ class TurnView:
         at = record.decision.shown if record.decision is not None else None
         if at:
             data = {"text/html": at["html"] + markup, "text/plain": f"{at['plain']}\n{plain}"}
-            self.publish("update_display_data", {
+            self.send_iopub("update_display_data", {
                 "data": data, "metadata": metadata,
                 "transient": {"display_id": at["display_id"]}})
         else:
-            self.publish("display_data", {"data": {"text/html": markup, "text/plain": plain},
+            self.send_iopub("display_data", {"data": {"text/html": markup, "text/plain": plain},
                                           "metadata": metadata})
 
     # ------------------------------------------------------------ other events
     def show_markdown(self, text: str, plain: str | None = None) -> None:
-        self.publish("display_data", {"data": markdown_bundle(text, plain), "metadata": {}})
+        self.send_iopub("display_data", {"data": markdown_bundle(text, plain), "metadata": {}})
 
     def show_tool_outputs(self, outputs: list[dict[str, Any]]) -> None:
         """A tool step's result (code's outputs come from the kernel that ran it)."""
         for out in outputs:
             if out.get("output_type") == "error":
-                self.publish("error", {"ename": out.get("ename", "ToolError"),
+                self.send_iopub("error", {"ename": out.get("ename", "ToolError"),
                                        "evalue": out.get("evalue", ""),
                                        "traceback": out.get("traceback", [])})
             else:
-                self.publish("display_data", {"data": out.get("data", {}),
+                self.send_iopub("display_data", {"data": out.get("data", {}),
                                               "metadata": out.get("metadata", {})})
 
     def __call__(self, event: E.Event) -> None:
@@ -379,7 +377,7 @@ class TurnView:
         elif isinstance(event, E.AnswerChecked):
             self._end_reply()
             if marks := marks_markdown(event.check):
-                self.publish("display_data", {
+                self.send_iopub("display_data", {
                     "data": {"text/markdown": marks, "text/plain": marks_plain(event.check)},
                     "metadata": {"oi": {"answer_check": event.check.to_dict()}}})
         elif isinstance(event, E.TurnDone):

@@ -67,6 +67,11 @@ def _state_dir(store, sid):
     return os.path.join(store, f"s{sid}")
 
 
+def _ready_path(folder):
+    """The namespace as the state's fork wrote it (``_serve``): mapped by each restore."""
+    return os.path.join(folder, f"namespace-{os.getpid()}.buffers")
+
+
 def _read_index(store, sid):
     try:
         with open(os.path.join(_state_dir(store, sid), "index.json")) as fh:
@@ -85,27 +90,74 @@ def _workspace(root, store):
 
 def _index_files(store, root, files, complete):
     """(In the copies' thread.) The state's index of ``files``, each named by its pool
-    copy, and the jobs copying those the pool lacks."""
-    pool = os.path.join(store, "pool")
-    have = _pool(pool)
+    copy, and the files whose copies the pool lacks."""
+    have = _pool(os.path.join(store, "pool"))
     index, jobs = {}, []
     for rel, st in files.items():
         name = _pool_name(rel, st)
         index[rel] = [st[0], st[1], name]
         if name not in have:
             have.add(name)  # (made below; a failed copy is absent)
-            jobs.append((os.path.join(root, rel), os.path.join(pool, name), st[1]))
+            jobs.append((rel, st))
     return {"root": root, "files": index, "complete": complete, "copied": len(jobs)}, jobs
 
 
 def _keep_files(store, root, files, complete, sid, copy):
     """(In the copies' thread.) Copy into the pool the files it lacks, then write the
-    state's record (``_write_state``)."""
+    state's record (``_write_state``). A file that another process or thread changed
+    after the save listed it (and before its copy was made) is kept as it was when copied
+    and named in ``changed``, which restoring reports."""
     index, jobs = _index_files(store, root, files, complete)
-    for job in jobs:
-        _pool_copy(*job)
+    pool, changed = os.path.join(store, "pool"), []
+    for rel, st in jobs:
+        entry = _copy_checked(os.path.join(root, rel), pool, rel, st)
+        if entry is not None and entry[:2] == list(st[:2]) and entry[3] == st[2]:
+            continue
+        changed.append(rel)
+        old = index["files"][rel][2]
+        if entry is not None:
+            index["files"][rel] = entry[:3]
+        if entry is None or entry[2] != old:  # (a copy under its listed name is not it)
+            _pool(pool).discard(old)
+            _remove(os.path.join(pool, old))
+    index["changed"] = changed
     index["plain"] = copy is not None
     _write_state(_state_dir(store, sid), index, copy)
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def _stat3(path):
+    st = os.lstat(path)
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _copy_checked(source, pool, rel, st, tries=3):
+    """Copy ``source`` into the pool and check that it did not change meanwhile (size,
+    modification time, inode), copying again when it did; [size, mtime, pool name, inode]
+    of what was copied (``st`` unless it changed since listed), None when it is gone."""
+    entry = None
+    for _ in range(tries):
+        try:
+            before = _stat3(source)
+        except OSError:
+            return entry
+        name = _pool_name(rel, before)
+        if not _pool_copy(source, os.path.join(pool, name), before[1]):
+            continue
+        _pool(pool).add(name)
+        entry = [before[0], before[1], name, before[2]]
+        try:
+            if _stat3(source) == before:
+                return entry
+        except OSError:
+            return entry
+    return entry
 
 
 _POOLS = {}  # pool folder -> the names in it (listed once, then kept up to date here)
@@ -127,12 +179,14 @@ def _pool_copy(source, target, mtime_ns):
         shutil.copyfile(source, partial, follow_symlinks=False)
         os.utime(partial, ns=(mtime_ns, mtime_ns))
         os.replace(partial, target)
+        return True
     except OSError:
         _pool(os.path.dirname(target)).discard(os.path.basename(target))
         try:
             os.remove(partial)
         except OSError:
             pass
+        return False
 
 
 class _Copies:
@@ -191,8 +245,9 @@ class _Copies:
         cls.wait()
 
 
-def _fork_holder():
-    """A fork that keeps the namespace as it is now and pickles it on each ``dump PATH``."""
+def _fork_holder(ready):
+    """A fork that keeps the namespace as it is now: it writes it at once to ``ready``
+    (``_serve``) and answers each ``dump PATH`` with it."""
     if not hasattr(os, "fork"):
         return None
     _die_with_parent(prepare=True)
@@ -215,7 +270,7 @@ def _fork_holder():
                 os.close(_Watch.fd)
             _die_with_parent()
             if os.getppid() == parent:
-                _serve(cmd_r, done_w)
+                _serve(cmd_r, done_w, ready)
         finally:
             os._exit(0)
     os.close(cmd_r)
@@ -223,13 +278,23 @@ def _fork_holder():
     return pid, cmd_w, done_r
 
 
-def _serve(cmd_r, done_w):
-    """In the fork: answer ``dump PATH`` until the pipe closes."""
+def _serve(cmd_r, done_w, ready):
+    """In the fork: write the namespace to ``ready`` now, in the background of the kernel
+    (after a moment, so the save's answer goes out first), then answer ``dump PATH`` until
+    the pipe closes. A restore thus only maps the file (``_load_buffers``) instead of
+    waiting for a gigabyte to be written: that write costs seconds of CPU on a busy machine.
+    A namespace ``_dump_buffers`` cannot write is written by ``_dump`` on each request."""
+    time.sleep(0.05)
+    try:
+        done = _dump_buffers(ready)
+    except OSError:  # (a full disk: written on request instead, as before)
+        _remove(ready + ".part")
+        done = False
     while True:
         command = os.read(cmd_r, 4096).decode()
         if not command.startswith("dump "):
             return
-        if not _dump_buffers(command[5:]):
+        if not (done and command[5:] == ready):
             _dump(command[5:])
         os.write(done_w, b"ok")
 
@@ -252,13 +317,15 @@ def _dump_buffers(path):
         raws = [b.raw() for b in buffers]
     except Exception:
         return False
-    with open(path, "wb") as fh:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".part", "wb") as fh:  # (whole or absent: it is kept and mapped)
         sizes = [len(head)] + [r.nbytes for r in raws]
         fh.write(_MAGIC + struct.pack(f"<Q{len(sizes)}Q", len(sizes), *sizes))
         fh.write(head)
         for raw in raws:
             fh.write(b"\0" * (-fh.tell() % _ALIGN))
             fh.write(raw)
+    os.replace(path + ".part", path)
     return True
 
 
@@ -309,7 +376,7 @@ def state_save(sid, store, max_bytes):
     values = public_names(_namespace())
     refs = {n: _keep(v) for n, v in values.items()}
     copy = _copy_plain(values, refs)
-    fork = None if copy is not None else _fork_holder()
+    fork = None if copy is not None else _fork_holder(_ready_path(_state_dir(store, sid)))
     _Held.states[sid] = _Kept(refs, copy, fork)
     _Copies.start([functools.partial(_keep_files, store, root, files, complete, sid, copy)])
     return {"id": sid, "variables": len(values), "files": len(files), "bytes": total,
@@ -321,7 +388,8 @@ def _put_files_back(index, root):
     """Put the files back as the state has them; the report."""
     pool = os.path.join(os.path.dirname(index["_dir"]), "pool")
     now, complete = _workspace(root, os.path.dirname(index["_dir"]))
-    report = {"restored": [], "removed": [], "not_restored": []}
+    report = {"restored": [], "removed": [], "not_restored": [],
+              "changed_during_save": sorted(index.get("changed", ()))}
     wanted = index["files"]
     for rel, (size, mtime, name) in sorted(wanted.items()):
         cur = now.get(rel)
@@ -353,18 +421,14 @@ def _load_namespace(sid, folder):
         return (*pickle.loads(kept.copy), kept.refs)
     if kept is not None and kept.fork is not None:
         pid, cmd_w, done_r = kept.fork
-        path = os.path.join(folder, f"dump-{os.getpid()}.pickle")
         try:
-            os.write(cmd_w, f"dump {path}".encode())
+            os.write(cmd_w, f"dump {_ready_path(folder)}".encode())
             answered = _wait_readable(done_r, 300) and os.read(done_r, 2)
         except OSError:
             answered = False
         if not answered:
             return {}, {n: "the state's copy did not answer" for n in kept.refs}, kept.refs
-        try:
-            values, failed = _load_buffers(path)
-        finally:
-            os.remove(path)
+        values, failed = _load_buffers(_ready_path(folder))  # (kept for the next restore)
         return values, failed, kept.refs
     try:
         with open(os.path.join(folder, "namespace.pickle"), "rb") as fh:
