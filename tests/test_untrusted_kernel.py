@@ -192,6 +192,7 @@ def test_an_mcp_result_makes_the_next_step_ask(_server, tmp_path):
                  OI_MCP_CONFIG=str(config))
     _server.reset()
     with KernelSession(env=env, cwd=str(tmp_path)) as ks:
+        assert "still starting" not in ks.mcp_listing()  # its MCP server up first (see mcp_listing)
         assert ks.execute("%approval risky").status == "ok"
         _server.enqueue(
             S.tool_calls([S.Call(json.dumps({"item": "apple"}), "prices__lookup_price")]),

@@ -175,6 +175,10 @@ def tools_kernel(_server, tmp_path_factory):
         "command": sys.executable, "args": ["-m", "tests.mcp_server"], "cwd": str(ROOT)}}}))
     env = oi_env(_server, tmp, OI_AUTO_RUN="0", OI_MCP_CONFIG=str(config))
     with KernelSession(env=env, cwd=str(tmp)) as ks:
+        # the MCP server up before the first instruction (an instruction waits for it at most
+        # 2 s, and with a warm model host it can come before a loaded machine started it)
+        listing = ks.mcp_listing()
+        assert "prices" in listing and "still starting" not in listing, listing
         yield ks
 
 
