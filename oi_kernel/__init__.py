@@ -14,6 +14,12 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "oi-kernel"}]
 
 
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The Jupyter server extension: it starts the warm model host when Jupyter starts
+    (``integrations/server.py``)."""
+    return [{"module": "oi_kernel.integrations.server"}]
+
+
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext oi_kernel``: the ``%%oi`` and ``%oi`` magics in this IPython shell."""
     from oi_kernel.magics.magics import load

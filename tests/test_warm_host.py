@@ -271,3 +271,73 @@ def test_files_of_hosts_gone_for_a_day_are_removed(tmp_path):
         host_link.sweep(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "host-held.log", "host-held.sock.lock", "host-new.log", "host-new.sock.lock"]
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+@pytest.mark.kernel  # a real Jupyter server, its warm host and an Open Interpreter kernel
+def test_jupyter_starts_the_host_and_its_kernels_share_it(tmp_path):
+    """The server extension starts the host when Jupyter starts (before any notebook), and a
+    kernel the server starts attaches to that host rather than starting its own: the
+    environment the kernel gets from the server hashes to the server's host."""
+    import urllib.request
+
+    from tests.browser_support import free_port
+
+    sockets = Path(tempfile.mkdtemp(prefix="oiw"))  # short: a Unix socket's path is limited
+    os.chmod(sockets, 0o700)
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), host_link.DIR_ENV: str(sockets),
+           host_link.IDLE_ENV: "1", "OI_MODEL": "openai/scripted",
+           "OI_API_BASE": "http://127.0.0.1:9/v1", "OI_API_KEY": "k",
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    command = [sys.executable, "-m", "jupyter", "server", "--no-browser", f"--port={port}",
+               "--IdentityProvider.token=t", "--ServerApp.jpserver_extensions={'oi_kernel': True}",
+               f"--ServerApp.root_dir={tmp_path}"] + (["--allow-root"] if os.getuid() == 0 else [])
+    server = subprocess.Popen(command, env=env, cwd=str(tmp_path), stdout=subprocess.DEVNULL,
+                              stderr=open(tmp_path / "server.log", "wb"))  # noqa: SIM115
+    logs = lambda: "".join(p.read_text() for p in sockets.glob("*.log"))  # noqa: E731
+    try:
+        wait_for(lambda: "attached: jupyter server" in logs(), 120,
+                 "the server started no warm host:\n" + (tmp_path / "server.log").read_text())
+        assert "oi_kernel: starting the warm model host" in (tmp_path / "server.log").read_text()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/kernels", data=b'{"name": "open-interpreter"}',
+            headers={"Authorization": "token t", "Content-Type": "application/json"})
+        assert urllib.request.urlopen(request, timeout=60).status == 201
+        wait_for(lambda: "attached: kernel" in logs(), 120, "the kernel attached to no host")
+        assert len(list(sockets.glob("*.sock"))) == 1, "the kernel started a host of its own"
+        assert "(2 attached)" in logs(), logs()
+    finally:
+        server.terminate()  # its kernels are shut down with it
+        server.wait(timeout=60)
+        wait_for(lambda: not list(sockets.glob("*.sock")), 30, "the host outlived the server")
+        shutil.rmtree(sockets)
+
+
+def test_the_server_extension_starts_no_host_when_there_is_nothing_to_warm(monkeypatch):
+    from types import SimpleNamespace
+
+    from oi_kernel.integrations import server
+
+    said: list[str] = []
+    app = SimpleNamespace(log=SimpleNamespace(info=said.append))
+    started: list[str] = []
+    monkeypatch.setattr(host_link, "start", lambda who: started.append(who) or True)
+    monkeypatch.setenv("OI_MODEL", "local/smollm2")  # the embedded model runs in the kernel
+    server._load_jupyter_server_extension(app)
+    assert started == [] and "no warm model host" in said[-1]
+    monkeypatch.setenv("OI_MODEL", "openai/gpt-4o-mini")
+    server._load_jupyter_server_extension(app)
+    assert started == ["jupyter server"] and "OI_WARM_HOST=0 turns it off" in said[-1]
+
+
+def test_hosts_switched_off_start_nothing(monkeypatch):
+    monkeypatch.setattr(host_link, "_link", None)
+    monkeypatch.setenv(host_link.SWITCH_ENV, "0")
+    assert host_link.start(who="jupyter server") is False and host_link._link is None

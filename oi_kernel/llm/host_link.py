@@ -81,17 +81,17 @@ def runtime_dir() -> str | None:
     return None
 
 
-def host_key() -> str:
+def host_key(environ: dict[str, str] | None = None) -> str:
     """What a host must share with the kernel: interpreter, code (every module of ours, by
     modification time: an edited or reinstalled package gets a host of its own), litellm,
-    environment."""
+    environment (``environ``: as the process was started, before ipykernel set its own)."""
     import importlib.util
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     stamps = code_stamps(package)
     spec = importlib.util.find_spec("litellm")
     stamps.append(_mtime(spec.origin) if spec and spec.origin else 0.0)
-    env = sorted((k, v) for k, v in os.environ.items()
+    env = sorted((k, v) for k, v in (os.environ if environ is None else environ).items()
                  if k not in VOLATILE and not k.startswith(VOLATILE_PREFIXES))
     parts = [sys.executable, sys.version, package, json.dumps(stamps), json.dumps(env)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
@@ -180,13 +180,17 @@ class Link:
     """One kernel's attachment to its warm host: started in a thread, ready when the host
     has imported litellm; ``call`` asks it a question synchronously."""
 
-    def __init__(self) -> None:
+    def __init__(self, who: str = "kernel") -> None:
+        self.who = who  # what attaches, for the host's log: a kernel or a Jupyter server
         self.path = ""
         self.ok = False
         self.dead = False
         self.process: subprocess.Popen | None = None
         self._ready = threading.Event()
         self._attached: socket.socket | None = None
+        # the environment now, at start: ipykernel sets variables of its own (MPLBACKEND)
+        # while the link attaches, and a server's host (``integrations/server``) has none
+        self._environ = dict(os.environ)
 
     def start(self) -> None:
         threading.Thread(target=self._attach, name="oi-warm-host", daemon=True).start()
@@ -196,7 +200,7 @@ class Link:
             directory = runtime_dir()
             if directory is None:
                 raise HostGone("no owner-only directory for the socket")
-            self.path = os.path.join(directory, f"host-{host_key()}.sock")
+            self.path = os.path.join(directory, f"host-{host_key(self._environ)}.sock")
             sock = dial(self.path, HELLO_TIMEOUT_S) or self._spawn_and_dial()
             self._attached = sock
             self._handshake(sock)
@@ -214,7 +218,8 @@ class Link:
     def _handshake(self, sock: socket.socket) -> None:
         """Attach: a hello at once (a stale or hung host is found out in seconds), then
         ``ok`` once the host has imported litellm; the connection then stays open."""
-        sock.sendall(json.dumps({"op": "attach", "kernel": os.getpid()}).encode() + b"\n")
+        sock.sendall(json.dumps({"op": "attach", "kernel": os.getpid(),
+                                 "who": self.who}).encode() + b"\n")
         with sock.makefile("rb") as lines:  # a warm host's two lines may come in one packet
             hello = json.loads(lines.readline() or b"{}")
             if "hello" not in hello:
@@ -277,16 +282,17 @@ class RemoteError(Exception):
 _link: Link | None = None
 
 
-def start() -> bool:
-    """Attach this kernel to its warm host (starting one if needed), in the background.
-    False when hosts are switched off (``OI_WARM_HOST=0``)."""
+def start(who: str = "kernel") -> bool:
+    """Attach this process (a kernel, or a Jupyter server that keeps a host warm for its
+    kernels: ``integrations/server``) to its warm host, starting one if needed, in the
+    background. False when hosts are switched off (``OI_WARM_HOST=0``)."""
     global _link
     if os.environ.get(SWITCH_ENV, "1").strip() == "0":
         return False
     if os.environ.get("LITELLM_LOG"):  # library_logs.DEBUG_ENV: its lines shown here
         return False
     if _link is None:
-        _link = Link()
+        _link = Link(who)
         _link.start()
     return True
 

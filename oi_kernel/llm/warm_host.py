@@ -109,6 +109,8 @@ class Host:
                      writer: asyncio.StreamWriter) -> None:
         """A kernel's lifetime connection: counted until the kernel closes it (or dies)."""
         self.attached += 1
+        log.info("attached: %s %s (%d attached)", request.get("who", "kernel"),
+                 request.get("kernel"), self.attached)
         try:
             await _send(writer, {"ok": True, "pid": os.getpid()})
             while await reader.read(4096):
