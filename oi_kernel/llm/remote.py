@@ -144,7 +144,8 @@ async def _relay(llm: LLM, reader: asyncio.StreamReader,
         except (OSError, ValueError):
             event = None
         if event is None:
-            host_link.link() and setattr(host_link.link(), "dead", True)
+            if (link := host_link.link()) is not None:
+                link.dead = True  # the host ended: later requests take the plain path
             if not started:
                 log.info("warm host ended before the reply: asking in the kernel")
                 return None
@@ -181,6 +182,6 @@ def error_of(llm: LLM, event: dict[str, Any]) -> Exception:
     try:
         if isinstance(kind, type) and issubclass(kind, errors.OIError):
             return kind(event["message"])
-    except TypeError:
+    except TypeError:  # an error class made with more than a message: said as it was
         pass
     return RuntimeError(event["message"])
