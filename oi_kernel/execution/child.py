@@ -310,7 +310,7 @@ class ChildKernel(config.Remembered, Exchange, GatewayOptions):
                 continue
             value = await self._input_value(msg)
             if self.kc is not None:
-                self.kc.input(value)
+                self.send("input_reply", {"value": value}, channel="stdin")
 
     async def _watchdog(self) -> None:
         while True:

@@ -15,11 +15,37 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import zmq.asyncio
+
 from oi_kernel.errors import ChildDiedError
 from oi_kernel.execution.wire import Pending, _loads
 
 IopubHandler = Callable[[dict[str, Any]], None]
 InputHandler = Callable[[str, bool, str], Awaitable[str]]
+
+
+class _Sender:
+    """Lets ``Session.send`` send through an asyncio socket itself.
+
+    ``Session.send`` writes to a ``zmq.asyncio`` socket through a plain shadow of it, which
+    pyzmq's asyncio layer never sees. A send processes the socket's pending commands and so
+    consumes its edge-triggered ``ZMQ_FD`` wake-up: a reply that arrived during the send
+    woke no reader, and every later reply queued behind it unread (the child idle, the
+    request waiting forever: once in ~25 runs of tests/test_early_checkpoint.py's
+    many-turns test on a loaded machine, where a checkpoint's reply came back while the next
+    cell's request was being sent). The asyncio socket's own ``send_multipart`` looks for
+    waiting messages after sending and wakes the reader."""
+
+    def __init__(self, socket: zmq.asyncio.Socket, log: logging.Logger) -> None:
+        self.socket = socket
+        self.log = log
+
+    def send_multipart(self, frames: list[Any], **kwargs: Any) -> None:
+        self.socket.send_multipart(frames, **kwargs).add_done_callback(self._check)
+
+    def _check(self, sent: asyncio.Future[Any]) -> None:
+        if not sent.cancelled() and sent.exception() is not None:
+            self.log.error("sending to the child kernel failed: %r", sent.exception())
 
 
 class Exchange:
@@ -46,7 +72,8 @@ class Exchange:
         buffers: list[Any] | None = None,
         channel: str = "shell",
     ) -> str:
-        """Send a message to the child without waiting; returns its msg_id."""
+        """Send a message to the child without waiting (on its ``shell``, ``control`` or
+        ``stdin`` channel); returns its msg_id."""
         if self.kc is None:
             raise ChildDiedError("The child kernel is not running.")
         session = self.kc.session
@@ -54,8 +81,9 @@ class Exchange:
         if msg_id:
             msg["header"]["msg_id"] = msg_id
             msg["msg_id"] = msg_id
-        sock = self.kc.control_channel if channel == "control" else self.kc.shell_channel
-        session.send(sock.socket, msg, buffers=buffers)
+        sock = getattr(self.kc, f"{channel}_channel").socket
+        session.send(_Sender(sock, self.log) if isinstance(sock, zmq.asyncio.Socket) else sock,
+                     msg, buffers=buffers)
         return msg["header"]["msg_id"]
 
     def submit(
