@@ -9,14 +9,19 @@ first cell. They must be in the kernel's stderr (its log) and in no iopub messag
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import sys
 
+import nbformat
 import pytest
 
 from oi_kernel.llm import library_logs
 from tests import llm_server as S
+from tests.env import oi_env
 from tests.kernel_client import KernelSession
 from tests.test_kernel import kernel_env
+from tests.test_magic_unattended import INSTRUCTION, magic_notebook, oi_cell_text
 from tests.test_reliability import config_dir
 
 CANARY = """\
@@ -161,3 +166,24 @@ def test_llama_messages_are_logged_not_printed(fake_kernel_app, monkeypatch):
     assert said == ["llama_model_load: error loading model"]
     assert sys.stderr.text == ""
 
+
+
+def test_a_model_error_in_an_oi_cell_shows_our_message_not_litellms_banner(llm_server,
+                                                                          tmp_path):
+    """In a user's own kernel (``%%oi``, where nothing of the process is ours) litellm's
+    exception mapping prints "Give Feedback / Get Help" and "LiteLLM.Info: ..." to stdout,
+    which is the cell, on every failed request. Only our message is shown there."""
+    llm_server.set_fallback(S.error(400, "the scripted model refuses"))
+    source = magic_notebook(tmp_path / "in.ipynb", auto_run=True)
+    env = {**os.environ, **oi_env(llm_server, tmp_path, OI_APPROVAL_UI="auto",
+                                  JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))}
+    env.pop("LITELLM_LOG", None)
+    done = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--execute",
+                           "--allow-errors", "--to", "notebook", "--output", "out.ipynb",
+                           "--ExecutePreprocessor.timeout=120", str(source)],
+                          capture_output=True, text=True, timeout=200, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = oi_cell_text(tmp_path / "out.ipynb")
+    assert "the scripted model refuses" in shown, shown
+    assert "Give Feedback" not in shown and "LiteLLM.Info" not in shown, shown
+    assert nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[-1].source == INSTRUCTION

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterator
 from types import ModuleType
 
-from oi_kernel.llm import host_link
+from oi_kernel.llm import host_link, library_logs
 
 COST_MAP_ENV = "LITELLM_LOCAL_MODEL_COST_MAP"
 
@@ -67,6 +67,10 @@ def load_local() -> ModuleType:
             with _local_cost_map():
                 import litellm
             _litellm = litellm
+            if not library_logs.debugging_asked():
+                # its exception mapping prints a "Give Feedback / Get Help" banner to stdout
+                # on every failed request: in ``%%oi`` that is the user's cell
+                litellm.suppress_debug_info = True
             if _owned:
                 _claim(litellm)
             host_link.release()  # litellm is here now: no request goes to a host
@@ -76,7 +80,6 @@ def load_local() -> ModuleType:
 def own_process() -> None:
     """This process is ours (the kernel): quieten litellm and take the SDK fast path."""
     global _owned
-    from oi_kernel.llm import library_logs
 
     with _import_lock:
         _owned = True
@@ -95,9 +98,8 @@ def _claim(litellm: ModuleType) -> None:
     litellm and the openai SDK leave ~300,000 objects that live as long as the process, and
     every full collection walked them all (~170 ms on the event loop, every ~80 turns of a
     long session); frozen, a full collection takes ~7 ms (benchmarks/README.md)."""
-    from oi_kernel.llm import fastpath, library_logs
+    from oi_kernel.llm import fastpath
 
-    litellm.suppress_debug_info = True
     library_logs.route()  # its import made handlers that write into the cell
     fastpath.skip_noop_request_transform()
     fastpath.iterate_sdk_streams_directly()

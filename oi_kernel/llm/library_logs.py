@@ -13,7 +13,9 @@ A warning that matters to the user is said by oi_kernel, once, in its own words.
 Asking for debugging keeps litellm's lines where litellm puts them: with ``LITELLM_LOG``
 set (litellm's own switch, e.g. ``LITELLM_LOG=DEBUG``) its loggers are left alone.
 Only a process that is ours routes anything (``boundary.own_process``); in a user's IPython
-(``%%oi``) or script (the API) logging stays as the user set it up.
+(``%%oi``) or script (the API) logging stays as the user set it up. litellm's banner printed
+on every failed request ("Give Feedback / Get Help", not a log line: a ``print`` into the
+``%%oi`` cell) is turned off wherever oi_kernel imports litellm, unless debugging was asked.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ def _to_cell(handler: logging.Handler) -> bool:
         stream is sys.stderr or stream is sys.stdout) and stream is not sys.__stderr__
 
 
+def debugging_asked() -> bool:
+    """Whether the user asked for litellm's debugging output (``LITELLM_LOG`` set)."""
+    return bool(os.environ.get(DEBUG_ENV, "").strip())
+
+
 def route() -> bool:
     """Send library log lines to the kernel's log (again after an import added handlers).
     Returns whether there was a kernel log to send them to."""
@@ -70,7 +77,7 @@ def route() -> bool:
     if not any(isinstance(h, KernelLog) for h in root.handlers):
         root.addHandler(KernelLog(target))  # instead of the last resort, which is the cell
         logging.captureWarnings(True)  # Python warnings (pydantic's about litellm's types)
-    debugging = bool(os.environ.get(DEBUG_ENV, "").strip())
+    debugging = debugging_asked()
     for name, logger in list(logging.Logger.manager.loggerDict.items()):
         if not isinstance(logger, logging.Logger) or logger is target:
             continue
