@@ -13,6 +13,8 @@ calls after 5 warm-up ones. ``--profile``: cProfile in every thread of this tree
 (the calls after warm-up), written to OUT.prof and the top functions printed. ``--setup``:
 one more side, this tree with CODE run after litellm's import (an experiment: a setting to
 try). ``--python``: another venv's interpreter (litellm 1.110 against the 1.83 floor).
+``--floor``: one more side without litellm, the floor under any client: the same request
+body (as litellm sent it) posted with aiohttp, each streamed chunk parsed with ``json.loads``.
 """
 
 from __future__ import annotations
@@ -42,16 +44,7 @@ print(server.url, flush=True)
 sys.stdin.read()
 """
 
-WORKER = """
-import asyncio, cProfile, json, os, sys, threading, time
-sys.path.insert(0, os.environ["OI_TREE"])
-url, calls, n_messages, profile = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-from oi_kernel.llm import boundary
-from oi_kernel.llm.client import LLM
-boundary.own_process()
-litellm = boundary.load()
-exec(os.environ.get("OI_BENCH_SETUP", ""))
-llm = LLM(model="scripted", api_base=url, api_key="sk-test")
+CONVERSATION = """
 messages = [{"role": "system", "content": "You are a helpful assistant. " * 40}]
 while len(messages) < n_messages:
     i = len(messages)
@@ -63,6 +56,19 @@ if messages[-1]["role"] != "user":
 tools = [{"type": "function", "function": {"name": "execute", "description": "Run code",
           "parameters": {"type": "object", "properties": {"language": {"type": "string"},
                          "code": {"type": "string"}}, "required": ["language", "code"]}}}]
+"""
+
+WORKER = """
+import asyncio, cProfile, json, os, sys, threading, time
+sys.path.insert(0, os.environ["OI_TREE"])
+url, calls, n_messages, profile = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+from oi_kernel.llm import boundary
+from oi_kernel.llm.client import LLM
+boundary.own_process()
+litellm = boundary.load()
+exec(os.environ.get("OI_BENCH_SETUP", ""))
+llm = LLM(model="scripted", api_base=url, api_key="sk-test")
+exec(os.environ["OI_BENCH_CONVERSATION"])
 profilers = []
 if profile:
     original_run = threading.Thread.run
@@ -111,6 +117,34 @@ print(json.dumps({"cpu": cpu, "wall": wall}))
 """
 
 
+FLOOR_SIDE = "(no litellm: aiohttp, json.loads per chunk)"
+FLOOR = """
+import asyncio, json, os, sys, time
+url, calls, n_messages = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+import aiohttp
+exec(os.environ["OI_BENCH_CONVERSATION"])
+body = {"model": "scripted", "messages": messages, "tools": tools, "stream": True,
+        "stream_options": {"include_usage": True}, "temperature": 0}
+async def main():
+    cpu, wall = [], []
+    async with aiohttp.ClientSession() as session:
+        for i in range(calls + 5):
+            c0, w0 = time.process_time(), time.perf_counter()
+            chunks = []
+            async with session.post(url + "/chat/completions", json=body,
+                                    headers={"Authorization": "Bearer sk-test"}) as response:
+                async for line in response.content:
+                    if line.startswith(b"data: {"):
+                        chunks.append(json.loads(line[6:]))
+            c1, w1 = time.process_time(), time.perf_counter()
+            assert chunks, "no chunk"
+            if i >= 5:
+                cpu.append(c1 - c0)
+                wall.append(w1 - w0)
+    return cpu, wall
+cpu, wall = asyncio.run(main())
+print(json.dumps({"cpu": cpu, "wall": wall}))
+"""
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=60)
@@ -123,9 +157,11 @@ def main() -> None:
                              "(an experiment; ``litellm`` is the module); repeatable: one "
                              "more side per --setup, with this tree")
     parser.add_argument("--profile", default="", help="write this tree's cProfile here")
+    parser.add_argument("--floor", action="store_true",
+                        help="one more side: the same request without litellm (aiohttp)")
     args = parser.parse_args()
     sides = [(str(REPO), ""), *((str(REPO), code) for code in args.setup),
-             *((tree, "") for tree in args.against)]
+             *((tree, "") for tree in args.against), *([("", FLOOR_SIDE)] if args.floor else [])]
     server = subprocess.Popen([args.python, "-c", SERVER, str(REPO)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     results: list[dict[str, list[float]]] = [{"cpu": [], "wall": []} for _ in sides]
@@ -135,9 +171,11 @@ def main() -> None:
         for round_ in range(args.rounds):
             for index, (tree, setup) in enumerate(sides):
                 profile = args.profile if (index == 0 and round_ == 0) else ""
-                env = {**os.environ, "OI_TREE": tree, "PYTHONPATH": tree, "OI_BENCH_SETUP": setup}
+                env = {**os.environ, "OI_TREE": tree, "PYTHONPATH": tree, "OI_BENCH_SETUP": setup,
+                       "OI_BENCH_CONVERSATION": CONVERSATION}
+                script = FLOOR if setup == FLOOR_SIDE else WORKER
                 out = subprocess.run(
-                    [args.python, "-c", WORKER, url, str(args.calls), str(args.messages), profile],
+                    [args.python, "-c", script, url, str(args.calls), str(args.messages), profile],
                     env=env, capture_output=True, text=True, check=False)
                 if out.returncode:
                     sys.exit(f"{tree} {setup}: {out.stderr[-3000:]}")
