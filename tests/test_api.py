@@ -293,6 +293,15 @@ def test_import_is_cheap():
     assert out.stdout.strip() == "[]"
 
 
+def test_the_kernel_starts_without_the_log_reader():
+    """The kernel's modules leave the session log's typed records (built from every event
+    class at import, ~30 ms) to the commands that read a log (``%log``, ``%history``)."""
+    code = ("import sys, oi_kernel.kernel.app, oi_kernel.kernel.kernel; "
+            "print('oi_kernel.record.records' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 # ----------------------------------------------------------------------------- mapping
 
 _BLOCK = CodeBlock("python", "print(1)", "call_1")

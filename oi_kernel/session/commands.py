@@ -19,7 +19,6 @@ from oi_kernel.core import approval_modes
 from oi_kernel.core.events import EventSink
 from oi_kernel.core.four_eyes import APPROVALS, describe
 from oi_kernel.errors import OIError
-from oi_kernel.record.listing import history_markdown, log_markdown
 from oi_kernel.session.assembly import RESTART_NOTICE, Session
 from oi_kernel.session.resolved import model_description, resolve
 
@@ -323,6 +322,8 @@ def _history(ctx: CommandContext, arg: str) -> None:
     if not turns:
         ctx.say("No instructions yet.")
         return
+    from oi_kernel.record.listing import history_markdown  # (log parsing: not at start-up)
+
     ctx.say(history_markdown(turns))
 
 
@@ -444,6 +445,8 @@ def _log(ctx: CommandContext, arg: str) -> None:
     if arg and not (arg.isdigit() and 0 < int(arg) <= 1000):
         raise ctx.usage("log [N]  (N: how many of the last events to show, 1 to 1000)")
     log = ctx.session.open_log()
+    from oi_kernel.record.listing import log_markdown  # (log parsing: not at start-up)
+
     ctx.say(log_markdown(log.path, int(arg or 10)) if log is not None
             else "This session keeps no log.")
 
