@@ -60,6 +60,19 @@ class Summary:
         )
 
 
+def litellm_version(python: str = sys.executable) -> str:
+    """litellm's version as ``python`` (a venv's interpreter) imports it; "?" when it
+    cannot say."""
+    import subprocess
+
+    try:
+        return subprocess.run(
+            [python, "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
+            capture_output=True, text=True, timeout=60, check=True).stdout.strip() or "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 def ratio(a: float, b: float) -> float:
     return a / b if b else float("nan")
 

@@ -13,8 +13,9 @@ calls after 5 warm-up ones. ``--profile``: cProfile in every thread of this tree
 (the calls after warm-up), written to OUT.prof and the top functions printed. ``--setup``:
 one more side, this tree with CODE run after litellm's import (an experiment: a setting to
 try). ``--python``: another venv's interpreter (litellm 1.110 against the 1.83 floor).
-``--floor``: one more side without litellm, the floor under any client: the same request
-body (as litellm sent it) posted with aiohttp, each streamed chunk parsed with ``json.loads``.
+``--floor``: one more side without litellm, the floor under any client: a request with the
+same conversation and tool schema posted with aiohttp, each streamed chunk parsed with
+``json.loads``.
 """
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ async def main():
 cpu, wall = asyncio.run(main())
 print(json.dumps({"cpu": cpu, "wall": wall}))
 """
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=60)
@@ -186,9 +189,10 @@ def main() -> None:
     finally:
         server.stdin.close()
         server.wait(timeout=10)
-    version = subprocess.run([args.python, "-c", "import importlib.metadata as m;"
-                              "print(m.version('litellm'))"], capture_output=True,
-                             text=True).stdout.strip()
+    sys.path.insert(0, str(REPO))
+    from benchmarks.common import litellm_version
+
+    version = litellm_version(args.python)
     print(f"litellm {version}; {args.messages} messages; {args.calls} calls x {args.rounds} "
           f"processes per side; load average {load_before:.2f} -> {load_after:.2f}")
     print(f"{'side':<60} {'CPU/request':>12} {'wall/request':>13}")

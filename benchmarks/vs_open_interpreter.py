@@ -29,6 +29,7 @@ from benchmarks.common import (
     BenchKernel,
     SectionResult,
     Summary,
+    litellm_version,
     llm_server,
     oi_env,
     ratio,
@@ -165,16 +166,6 @@ def measure(repeats: int) -> dict[str, Any]:
     return {"ours": ours, "theirs": theirs}
 
 
-def _litellm_version(python: str) -> str:
-    """litellm's version as ``python`` imports it ("?" when it cannot say)."""
-    try:
-        return subprocess.run(
-            [python, "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
-            capture_output=True, text=True, timeout=60, check=True).stdout.strip() or "?"
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-
-
 def _median(runs: list[dict[str, Any]], pick: Any) -> float:
     return Summary.of([pick(r) for r in runs]).median
 
@@ -229,8 +220,8 @@ def run(quick: bool = False) -> SectionResult:
         result.notes.append("Output check: " + "; ".join(problems))
     result.notes.append(
         "Both see the scripted replies over real HTTP through litellm (ours "
-        f"{_litellm_version(sys.executable)}, Open Interpreter's "
-        f"{_litellm_version(str(VENV / 'bin' / 'python'))}). The 20,000-line "
+        f"{litellm_version()}, Open Interpreter's "
+        f"{litellm_version(str(VENV / 'bin' / 'python'))}). The 20,000-line "
         "output reaches the user in full on our side; for the LLM we keep head and tail "
         "(6,000 characters), Open Interpreter keeps the last 2,800 characters. Open "
         "Interpreter's ready time includes importing it (litellm included); ours imports "

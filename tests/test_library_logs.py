@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 
-import nbformat
 import pytest
 
 from oi_kernel.llm import library_logs
@@ -21,7 +20,7 @@ from tests import llm_server as S
 from tests.env import oi_env
 from tests.kernel_client import KernelSession
 from tests.test_kernel import kernel_env
-from tests.test_magic_unattended import INSTRUCTION, magic_notebook, oi_cell_text
+from tests.test_magic_unattended import magic_notebook, oi_cell_text
 from tests.test_reliability import config_dir
 
 CANARY = """\
@@ -167,7 +166,6 @@ def test_llama_messages_are_logged_not_printed(fake_kernel_app, monkeypatch):
     assert sys.stderr.text == ""
 
 
-
 def test_a_model_error_in_an_oi_cell_shows_our_message_not_litellms_banner(llm_server,
                                                                           tmp_path):
     """In a user's own kernel (``%%oi``, where nothing of the process is ours) litellm's
@@ -186,4 +184,3 @@ def test_a_model_error_in_an_oi_cell_shows_our_message_not_litellms_banner(llm_s
     shown = oi_cell_text(tmp_path / "out.ipynb")
     assert "the scripted model refuses" in shown, shown
     assert "Give Feedback" not in shown and "LiteLLM.Info" not in shown, shown
-    assert nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[-1].source == INSTRUCTION

@@ -82,8 +82,7 @@ class Exchange:
             msg["header"]["msg_id"] = msg_id
             msg["msg_id"] = msg_id
         sock = getattr(self.kc, f"{channel}_channel").socket
-        session.send(_Sender(sock, self.log) if isinstance(sock, zmq.asyncio.Socket) else sock,
-                     msg, buffers=buffers)
+        session.send(_Sender(sock, self.log), msg, buffers=buffers)
         return msg["header"]["msg_id"]
 
     def submit(
