@@ -166,13 +166,59 @@ print(json.dumps([first, before, shared, second, "litellm" in sys.modules, stale
 
 @pytest.mark.kernel
 def test_a_host_that_dies_leaves_the_plain_path(tmp_path):
+    assert hosted(KILL_SCRIPT, "WARM_HOST_KILL", tmp_path) == ["Done.", False, True, "Done.",
+                                                              True, True, True]
+
+
+def hosted(script: str, tag: str, tmp: Path) -> object:
+    """What ``script`` printed last, run with a host of its own (``tag``=tmp in its identity)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           host_link.SWITCH_ENV: "1", host_link.IDLE_ENV: "1", "WARM_HOST_KILL": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", KILL_SCRIPT], capture_output=True, text=True,
+           host_link.SWITCH_ENV: "1", host_link.IDLE_ENV: "1", tag: str(tmp)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600, env=env, cwd=str(REPO))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["Done.", False, True, "Done.",
-                                                                True, True, True]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+BUSY_SCRIPT = """
+import asyncio, json, random, sys, threading, time
+from tests import llm_server as S
+from oi_kernel.llm import boundary, host_link
+from oi_kernel.llm.client import LLM
+
+boundary.own_process()
+boundary.warm_up()
+assert host_link._link.wait()
+random.seed(7)
+words = ["".join(random.choice("abcdefghij") for _ in range(6)) for _ in range(5000)]
+text = " ".join(random.choice(words) for _ in range(2_400_000))  # ~1 s of counting
+ended = {}
+def count():  # another kernel's question about a very large text
+    ended["tokens"] = host_link._link.call("count_tokens", text)
+    ended["count"] = time.monotonic()
+with S.ScriptedLLMServer() as server:
+    server.set_fallback(lambda body: S.text("Done."))
+    llm = LLM(model="openai/scripted", api_base=server.url, api_key="sk-test-000")
+    asyncio.run(llm.stream([{"role": "user", "content": "warm"}], None))
+    counter = threading.Thread(target=count)
+    started = time.monotonic()
+    counter.start()
+    time.sleep(0.5)  # the host has read the question and is counting
+    reply = asyncio.run(llm.stream([{"role": "user", "content": "hi"}], None)).text
+    ended["stream"] = time.monotonic()
+    counter.join()
+print(json.dumps({"reply": reply, "stream_s": ended["stream"] - started,
+                  "count_s": ended["count"] - started, "tokens": ended["tokens"],
+                  "imported_here": "litellm" in sys.modules}))
+"""
+
+
+@pytest.mark.kernel
+def test_a_long_model_question_does_not_hold_up_another_kernels_stream(tmp_path):
+    out = hosted(BUSY_SCRIPT, "WARM_HOST_BUSY", tmp_path)
+    assert out["reply"] == "Done." and out["imported_here"] is False
+    assert out["tokens"] > 1_000_000  # the count ran in the host, to the end
+    assert out["stream_s"] < out["count_s"], out  # served while the count went on
 
 
 def test_a_host_is_shared_only_within_one_environment(monkeypatch):

@@ -8,7 +8,8 @@ Requests (one JSON line each, one connection per request): ``attach`` (held open
 kernel's lifetime), ``call`` (a model question: ``host_link``), ``stream`` (``LLM.stream``
 with the kernel's settings; events ``text``/``reasoning``/``retry`` as they come, then
 ``reply`` or ``error``). A connection closed mid-stream cancels that request (the kernel's
-interrupt).
+interrupt). Model questions are answered in worker threads: counting a very large text for
+one kernel does not stall the others' streams.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import struct
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from oi_kernel.llm import boundary, host_link
@@ -44,6 +46,7 @@ class Host:
         self.busy = 0
         self.last_seen = time.monotonic()
         self.clients: dict[tuple[int, str], Any] = {}  # (kernel, settings) -> LLM
+        self.questions = ThreadPoolExecutor(2, thread_name_prefix="oi-host-call")
 
     async def serve(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -94,8 +97,10 @@ class Host:
                 await _send(writer, {"ok": False, "error": self.failure})
             elif request.get("op") == "attach":
                 await self.attach(request, reader, writer)
-            elif request.get("op") == "call":
-                await _send(writer, _call(request["name"], request.get("args") or []))
+            elif request.get("op") == "call":  # off the loop: a long count holds no stream
+                answer = await asyncio.get_running_loop().run_in_executor(
+                    self.questions, _call, request["name"], request.get("args") or [])
+                await _send(writer, answer)
             elif request.get("op") == "stream":
                 await self.stream(request, reader, writer)
         except (OSError, ValueError, asyncio.IncompleteReadError):
