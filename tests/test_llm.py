@@ -347,38 +347,21 @@ def test_plain_json_check_agrees_with_its_definition(data: object) -> None:
     assert fastpath._is_plain_json(data) == _plain_json_reference(data)
 
 
-@pytest.mark.kernel
-@pytest.mark.timeout(300)  # two processes, each importing litellm
-def test_our_process_skips_litellm_work_that_grows_with_the_session() -> None:
-    """In the kernel's process litellm's logging payload is not scanned for base64 images
-    (nobody reads it; the scan walked the whole conversation twice per reply) and the
-    import's objects are frozen out of full garbage collections; a user's process keeps
-    litellm's setting and its garbage collector as they were."""
-    code = (
-        "from oi_kernel.llm import boundary\n"
-        "import gc, sys\n"
-        "if sys.argv[1] == 'own':\n"
-        "    boundary.own_process()\n"
-        "boundary.load()\n"
-        "from litellm.litellm_core_utils import logging_utils\n"
-        "print(logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING, gc.get_freeze_count() > 10_000)\n"
-    )
-    seen = [subprocess.run([sys.executable, "-c", code, who], capture_output=True, text=True,
-                           timeout=120, check=True).stdout.split()[-2:]
-            for who in ("own", "user")]
-    assert seen == [["0", "True"], ["64", "False"]]
-
-
-ABANDONED = """
-import asyncio, json, sys
+FASTPATHS = """
+import asyncio, gc, json, sys
 from oi_kernel.llm import boundary
 from oi_kernel.llm.client import LLM
-url, who = sys.argv[1:3]
+url, root, who = sys.argv[1:4]
 if who == "own":
     boundary.own_process()
-boundary.load()
+litellm = boundary.load()
+out = {}
+
+from litellm.litellm_core_utils import logging_utils
+out["session"] = [logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING, gc.get_freeze_count() > 10_000]
+
 finalised = []
-async def main():
+async def wrappers():
     loop = asyncio.get_running_loop()
     hook = loop._asyncgen_finalizer_hook
     def counted(agen):
@@ -390,117 +373,126 @@ async def main():
     reply = await llm.stream([{"role": "user", "content": "hi"}], None)
     await asyncio.sleep(0.2)
     return reply.text
-text = asyncio.run(main())
-print(json.dumps([text, finalised.count("AsyncStream.__aiter__")]))
-"""
+out["wrappers"] = [asyncio.run(wrappers()), finalised.count("AsyncStream.__aiter__")]
+sys.set_asyncgen_hooks(finalizer=None)
 
-
-@pytest.mark.kernel
-@pytest.mark.timeout(300)  # two processes, each importing litellm
-def test_our_process_reads_sdk_streams_without_a_wrapper_per_chunk(
-        llm_server: ScriptedLLMServer) -> None:
-    """litellm starts a new ``async for`` over the openai SDK's stream for every chunk; in
-    the kernel's process that reads the stream's iterator directly instead of leaving one
-    half-run wrapper generator per chunk for the event loop to finalise. The text is the
-    same. Fails when the SDK's stream changes so that the shortcut no longer applies."""
-    results = {}
-    for who in ("own", "user"):
-        llm_server.enqueue(fake.text("0123456789" * 4, chunk_size=4))
-        out = subprocess.run([sys.executable, "-c", ABANDONED, llm_server.url, who],
-                             capture_output=True, text=True, timeout=120, check=True)
-        results[who] = json.loads(out.stdout.splitlines()[-1])
-    assert results["user"][0] == results["own"][0] == "0123456789" * 4
-    assert results["user"][1] >= 10 and results["own"][1] == 0
-
-
-STREAM_COST = """
-import asyncio, json, sys
-from oi_kernel.llm import boundary
-url, who = sys.argv[1:3]
-if who == "own":
-    boundary.own_process()
-litellm = boundary.load()
 from litellm.litellm_core_utils.litellm_logging import Logging
 from oi_kernel.llm import fastpath
 patched = [name for name in fastpath.COST_CALCULATORS
            if getattr(getattr(Logging, name, None), "_oi_skips_stream", False)]
-messages = [{"role": "user", "content": "hi"}]
-async def main():
-    stream = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url, messages=messages,
-                                       api_key="sk-test-0000", stream=True)
+async def cost():
+    messages = [{"role": "user", "content": "hi"}]
+    stream = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url,
+                                       messages=messages, api_key="sk-test-0000", stream=True)
     async for _ in stream:
         pass
-    whole = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url, messages=messages,
-                                      api_key="sk-test-0000")
+    whole = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url,
+                                      messages=messages, api_key="sk-test-0000")
     return stream._hidden_params["response_cost"], whole._hidden_params["response_cost"]
-print(json.dumps([patched, *asyncio.run(main())]))
-"""
+out["cost"] = [patched, *asyncio.run(cost())]
 
-
-@pytest.mark.kernel
-@pytest.mark.timeout(300)  # two processes, each importing litellm
-def test_our_process_leaves_a_stream_it_has_not_read_unpriced(
-        llm_server: ScriptedLLMServer) -> None:
-    """In the kernel's process litellm does not price the stream object it returns before
-    any of it arrived (a whole cost calculation of nothing, nobody reads it); a whole reply
-    is still priced, and a user's process keeps litellm's pricing of both. Fails when a
-    litellm upgrade renames the calculator (nothing patched: the list is empty)."""
-    results = {}
-    for who in ("own", "user"):
-        llm_server.enqueue(fake.text("hello there", chunk_size=3), fake.text("hello there"))
-        out = subprocess.run([sys.executable, "-c", STREAM_COST, llm_server.url, who],
-                             capture_output=True, text=True, timeout=120, check=True)
-        results[who] = json.loads(out.stdout.splitlines()[-1])
-    patched, stream_cost, whole_cost = results["own"]
-    assert patched and stream_cost is None and whole_cost > 0
-    patched, stream_cost, whole_cost = results["user"]
-    assert patched == [] and stream_cost == 0.0 and whole_cost > 0
-
-
-FINAL_PASS = """
-import asyncio, json, sys
-from oi_kernel.llm import boundary
-from oi_kernel.llm.client import LLM
-url, model, who, callback = sys.argv[1:5]
-if who == "own":
-    boundary.own_process()
-litellm = boundary.load()
 seen = []
-if callback == "callback":
-    from litellm.integrations.custom_logger import CustomLogger
-    class Logger(CustomLogger):
-        async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
-            seen.append(1)
-    litellm.callbacks = [Logger()]
 builds = []
 build = litellm.stream_chunk_builder
 def counted(*args, **kwargs):
     builds.append(1)
     return build(*args, **kwargs)
 litellm.stream_chunk_builder = counted
-messages = [{"role": "user", "content": "print hello"}]
 tools = [{"type": "function", "function": {"name": "execute", "parameters": {"type": "object",
           "properties": {"language": {"type": "string"}, "code": {"type": "string"}}}}}]
-async def main():
-    llm = LLM(model=model, api_base=url, api_key="sk-test-0000", small_model="off")
-    replies = [await llm.stream(messages, tools) for _ in range(2)]
+async def two_replies(model, callback):
+    llm = LLM(model=model, api_base=url if model.startswith("openai/") else root,
+              api_key="sk-test-0000", small_model="off")
+    replies = [await llm.stream([{"role": "user", "content": "print hello"}], tools)
+               for _ in range(2)]
     for _ in range(100):  # litellm logs in a task and a thread after the stream
-        if len(seen) >= 2 or callback != "callback":
+        if len(seen) >= 2 or not callback:
             break
         await asyncio.sleep(0.05)
     return replies
-replies = asyncio.run(main())
-print(json.dumps([len(builds), len(seen), [[r.text, [[c.name, c.arguments] for c in r.tool_calls],
-                  r.usage.prompt_tokens, r.usage.completion_tokens] for r in replies]]))
+out["final_pass"] = {}
+for callback in ([False, True] if who == "own" else [False]):  # a callback stays registered
+    if callback:
+        from litellm.integrations.custom_logger import CustomLogger
+        class Logger(CustomLogger):
+            async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+                seen.append(1)
+        litellm.callbacks = [Logger()]
+    for model in sys.argv[4:]:
+        builds.clear()
+        seen.clear()
+        replies = asyncio.run(two_replies(model, callback))
+        out["final_pass"][f"{model} {callback}"] = [len(builds), len(seen), [
+            [r.text, [[c.name, c.arguments] for c in r.tool_calls], r.usage.prompt_tokens,
+             r.usage.completion_tokens] for r in replies]]
+print(json.dumps(out))
 """
+FINAL_PASS_MODELS = ["openai/scripted", "ollama_chat/llama3.1:70b",
+                     "anthropic/claude-3-5-sonnet-latest"]
+
+
+@pytest.fixture(scope="module")
+def fastpaths() -> dict[str, dict]:
+    """The shortcuts litellm takes in the kernel's process ("own": ``own_process()``) and
+    does not take in a user's ("user"), each checked by FASTPATHS in one process per side
+    (importing litellm takes seconds: one import per side, not one per check)."""
+    results = {}
+    with fake.ScriptedLLMServer() as server:
+        for who in ("own", "user"):
+            server.enqueue(fake.text("0123456789" * 4, chunk_size=4),  # wrappers
+                           fake.text("hello there", chunk_size=3), fake.text("hello there"))
+            for _ in range(len(FINAL_PASS_MODELS) * (2 if who == "own" else 1)):
+                server.enqueue(fake.tool_call("print('hi')", args_chunk_size=5),
+                               fake.text("hello there", chunk_size=3))
+            out = subprocess.run([sys.executable, "-c", FASTPATHS, server.url, server.root,
+                                  who, *FINAL_PASS_MODELS],
+                                 capture_output=True, text=True, timeout=240)
+            assert out.returncode == 0, out.stderr[-3000:]
+            results[who] = json.loads(out.stdout.splitlines()[-1])
+    return results
 
 
 @pytest.mark.kernel
-@pytest.mark.timeout(400)  # three processes, each importing litellm: ~100 s at load 13
-@pytest.mark.parametrize("model", ["openai/scripted", "ollama_chat/llama3.1:70b",
-                                   "anthropic/claude-3-5-sonnet-latest"])
-def test_our_process_skips_litellms_logging_pass_after_the_last_chunk(
-        llm_server: ScriptedLLMServer, model: str) -> None:
+@pytest.mark.timeout(600)  # two processes, each importing litellm: ~100 s at load 13
+def test_our_process_skips_litellm_work_that_grows_with_the_session(fastpaths) -> None:
+    """In the kernel's process litellm's logging payload is not scanned for base64 images
+    (nobody reads it; the scan walked the whole conversation twice per reply) and the
+    import's objects are frozen out of full garbage collections; a user's process keeps
+    litellm's setting and its garbage collector as they were."""
+    assert [fastpaths["own"]["session"], fastpaths["user"]["session"]] == [[0, True],
+                                                                          [64, False]]
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(600)
+def test_our_process_reads_sdk_streams_without_a_wrapper_per_chunk(fastpaths) -> None:
+    """litellm starts a new ``async for`` over the openai SDK's stream for every chunk; in
+    the kernel's process that reads the stream's iterator directly instead of leaving one
+    half-run wrapper generator per chunk for the event loop to finalise. The text is the
+    same. Fails when the SDK's stream changes so that the shortcut no longer applies."""
+    own, user = fastpaths["own"]["wrappers"], fastpaths["user"]["wrappers"]
+    assert user[0] == own[0] == "0123456789" * 4
+    assert user[1] >= 10 and own[1] == 0
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(600)
+def test_our_process_leaves_a_stream_it_has_not_read_unpriced(fastpaths) -> None:
+    """In the kernel's process litellm does not price the stream object it returns before
+    any of it arrived (a whole cost calculation of nothing, nobody reads it); a whole reply
+    is still priced, and a user's process keeps litellm's pricing of both. Fails when a
+    litellm upgrade renames the calculator (nothing patched: the list is empty)."""
+    patched, stream_cost, whole_cost = fastpaths["own"]["cost"]
+    assert patched and stream_cost is None and whole_cost > 0
+    patched, stream_cost, whole_cost = fastpaths["user"]["cost"]
+    assert patched == [] and stream_cost == 0.0 and whole_cost > 0
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("model", FINAL_PASS_MODELS)
+def test_our_process_skips_litellms_logging_pass_after_the_last_chunk(fastpaths,
+                                                                      model: str) -> None:
     """In the kernel's process (no litellm callback registered) the stream ends with the
     chunk carrying the usage: litellm's extra pass for its success logging (the reply
     rebuilt from its chunks a second time, then handed to its logging handlers) does not
@@ -509,20 +501,12 @@ def test_our_process_skips_litellms_logging_pass_after_the_last_chunk(
     Counted through ``litellm.stream_chunk_builder``, which both passes call (1.83 to
     1.110): if a litellm upgrade moves the flag the shortcut reads, the count doubles and
     this fails."""
-    url = llm_server.url if model.startswith("openai/") else llm_server.root
-    results = {}
-    for who, callback in (("own", "none"), ("user", "none"), ("own", "callback")):
-        llm_server.enqueue(fake.tool_call("print('hi')", args_chunk_size=5),
-                           fake.text("hello there", chunk_size=3))
-        out = subprocess.run([sys.executable, "-c", FINAL_PASS, url, model, who, callback],
-                             capture_output=True, text=True, timeout=120, check=True)
-        results[who, callback] = json.loads(out.stdout.splitlines()[-1])
-    builds, seen, replies = results["user", "none"]
+    builds, seen, replies = fastpaths["user"]["final_pass"][f"{model} False"]
     assert builds >= 2 and seen == 0
     assert replies[0][1] == [["execute", json.dumps({"language": "python", "code": "print('hi')"})]]
     assert replies[1][0] == "hello there" and all(r[2] > 0 and r[3] > 0 for r in replies)
-    assert results["own", "none"] == [builds // 2, 0, replies]
-    assert results["own", "callback"] == [builds, 2, replies]
+    assert fastpaths["own"]["final_pass"][f"{model} False"] == [builds // 2, 0, replies]
+    assert fastpaths["own"]["final_pass"][f"{model} True"] == [builds, 2, replies]
 
 
 def test_cut_stream_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
