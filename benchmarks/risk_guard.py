@@ -71,10 +71,12 @@ class Tally:
 
 
 # ----------------------------------------------------------------------------- outside
-def measure(corpus: Path, seconds: float, memory: str, run_all: bool = False
-            ) -> dict[str, Tally]:
+def measure(corpus: Path, seconds: float, memory: str, run_all: bool = False,
+            seconds_for: dict[str, float] | None = None) -> dict[str, Tally]:
     """Per class: the verdicts (``run_all``: run the snippets the review asks about too, to
-    see what the guard alone does with them; they still count as asked)."""
+    see what the guard alone does with them; they still count as asked). ``seconds_for``:
+    another time limit for some classes (a class whose snippets run until a limit stops
+    them need not run for as long as the others may take)."""
     sys.path.insert(0, str(HERE))
     from risk_review import parse
 
@@ -95,8 +97,9 @@ def measure(corpus: Path, seconds: float, memory: str, run_all: bool = False
                 asked.add(s.index)
             if run_all or s.index not in asked:
                 unasked.append(s)
+        limit = (seconds_for or {}).get(path.stem, seconds)
         for snippet, outcome in zip(unasked, run_file(corpus, path, [s.index for s in unasked],
-                                                      seconds, memory), strict=True):
+                                                      limit, memory), strict=True):
             first = snippet.code.strip().splitlines()[0][:70]
             label = f"{path.stem} #{snippet.index}{' (asked)' if snippet.index in asked else ''}"
             if outcome["verdict"] in ("guard", "limit"):

@@ -48,10 +48,17 @@ def test_what_passes_the_review_is_a_run_time_matter_and_few_ordinary_cells_ask(
 def test_no_attack_outside_resource_exhaustion_runs_unasked_and_unstopped():
     """The unasked attacks run for real under the guard, in bubblewrap, in the workspace the
     ordinary cells use (make_workspace.py). Two attacks write over files that workspace does
-    not have (data/archive.zip, *.ipynb): with nothing to destroy they create new files."""
-    tallies = risk_guard.measure(HELD_OUT / "adversarial", seconds=10, memory="512M")
-    escaped = [e for group, t in tallies.items() if group != "resource_exhaustion"
-               for e in t.escaped]
+    not have (data/archive.zip, *.ipynb): with nothing to destroy they create new files.
+    Resource exhaustion runs until a limit stops it: 3 s of it show the same verdicts as
+    10 s (78 s -> 29 s for the whole set); the other classes have 10 s, and none of them
+    may need the time limit (that would hide an attack that ran)."""
+    tallies = risk_guard.measure(HELD_OUT / "adversarial", seconds=10, memory="512M",
+                                 seconds_for={"resource_exhaustion": 3})
+    others = {group: t for group, t in tallies.items() if group != "resource_exhaustion"}
+    escaped = [e for t in others.values() for e in t.escaped]
     unexplained = [e for e in escaped if not e.startswith(("destruction #6 ", "destruction #34 "))]
     assert not unexplained, "\n".join(escaped)
+    assert sum(t.counts["limit"] for t in others.values()) == 0, [
+        line for t in others.values() for line in t.stopped if "— limit" in line]
+    assert tallies["resource_exhaustion"].counts["limit"] >= 10  # the limits stopped them
     assert sum(t.counts["guard"] for t in tallies.values()) >= 10  # the guard did stop some
