@@ -46,7 +46,7 @@ class Host:
         self.busy = 0
         self.last_seen = time.monotonic()
         self.clients: dict[tuple[int, str], Any] = {}  # (kernel, settings) -> LLM
-        self.questions = ThreadPoolExecutor(2, thread_name_prefix="oi-host-call")
+        self.questions = ThreadPoolExecutor(4, thread_name_prefix="oi-host-call")
 
     async def serve(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -61,6 +61,7 @@ class Host:
                 await asyncio.sleep(min(1.0, self.idle_s / 4))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+        self.questions.shutdown(wait=False, cancel_futures=True)
 
     async def load(self) -> None:
         """Import litellm in a daemon thread (an import that hangs cannot keep the process:
