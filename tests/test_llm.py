@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 from openai._utils._transform import PropertyInfo
@@ -348,7 +348,7 @@ def test_plain_json_check_agrees_with_its_definition(data: object) -> None:
 
 
 FASTPATHS = """
-import asyncio, gc, json, sys
+import asyncio, gc, json, sys, traceback
 from oi_kernel.llm import boundary
 from oi_kernel.llm.client import LLM
 url, root, who = sys.argv[1:4]
@@ -356,40 +356,51 @@ if who == "own":
     boundary.own_process()
 litellm = boundary.load()
 out = {}
+def check(name, run):  # a check that fails says why under its own name; the others go on
+    try:
+        out[name] = run()
+    except Exception:
+        out[name] = {"error": traceback.format_exc()}
 
-from litellm.litellm_core_utils import logging_utils
-out["session"] = [logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING, gc.get_freeze_count() > 10_000]
+def session():
+    from litellm.litellm_core_utils import logging_utils
+    return [logging_utils.MAX_BASE64_LENGTH_FOR_LOGGING, gc.get_freeze_count() > 10_000]
+check("session", session)
 
-finalised = []
-async def wrappers():
-    loop = asyncio.get_running_loop()
-    hook = loop._asyncgen_finalizer_hook
-    def counted(agen):
-        finalised.append(agen.__qualname__)
-        return hook(agen)
-    loop._asyncgen_finalizer_hook = counted
-    sys.set_asyncgen_hooks(finalizer=counted)
-    llm = LLM(model="openai/scripted", api_base=url, api_key="sk-test-0000")
-    reply = await llm.stream([{"role": "user", "content": "hi"}], None)
-    await asyncio.sleep(0.2)
-    return reply.text
-out["wrappers"] = [asyncio.run(wrappers()), finalised.count("AsyncStream.__aiter__")]
-sys.set_asyncgen_hooks(finalizer=None)
+def wrappers():
+    finalised = []
+    async def main():
+        loop = asyncio.get_running_loop()
+        hook = loop._asyncgen_finalizer_hook
+        def finalizer(agen):
+            finalised.append(agen.__qualname__)
+            return hook(agen)
+        loop._asyncgen_finalizer_hook = finalizer
+        sys.set_asyncgen_hooks(finalizer=finalizer)
+        llm = LLM(model="openai/scripted", api_base=url, api_key="sk-test-0000")
+        reply = await llm.stream([{"role": "user", "content": "wrappers"}], None)
+        await asyncio.sleep(0.2)
+        return reply.text
+    return [asyncio.run(main()), finalised.count("AsyncStream.__aiter__")]
+check("wrappers", wrappers)
 
-from litellm.litellm_core_utils.litellm_logging import Logging
-from oi_kernel.llm import fastpath
-patched = [name for name in fastpath.COST_CALCULATORS
-           if getattr(getattr(Logging, name, None), "_oi_skips_stream", False)]
-async def cost():
-    messages = [{"role": "user", "content": "hi"}]
-    stream = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url,
-                                       messages=messages, api_key="sk-test-0000", stream=True)
-    async for _ in stream:
-        pass
-    whole = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url,
-                                      messages=messages, api_key="sk-test-0000")
-    return stream._hidden_params["response_cost"], whole._hidden_params["response_cost"]
-out["cost"] = [patched, *asyncio.run(cost())]
+def cost():
+    from litellm.litellm_core_utils.litellm_logging import Logging
+    from oi_kernel.llm import fastpath
+    patched = [name for name in fastpath.COST_CALCULATORS
+               if getattr(getattr(Logging, name, None), "_oi_skips_stream", False)]
+    async def main():
+        messages = [{"role": "user", "content": "cost"}]
+        stream = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url,
+                                           messages=messages, api_key="sk-test-0000",
+                                           stream=True)
+        async for _ in stream:
+            pass
+        whole = await litellm.acompletion(model="openai/gpt-4o-mini", api_base=url,
+                                          messages=messages, api_key="sk-test-0000")
+        return stream._hidden_params["response_cost"], whole._hidden_params["response_cost"]
+    return [patched, *asyncio.run(main())]
+check("cost", cost)
 
 seen = []
 builds = []
@@ -400,17 +411,23 @@ def counted(*args, **kwargs):
 litellm.stream_chunk_builder = counted
 tools = [{"type": "function", "function": {"name": "execute", "parameters": {"type": "object",
           "properties": {"language": {"type": "string"}, "code": {"type": "string"}}}}}]
-async def two_replies(model, callback):
-    llm = LLM(model=model, api_base=url if model.startswith("openai/") else root,
-              api_key="sk-test-0000", small_model="off")
-    replies = [await llm.stream([{"role": "user", "content": "print hello"}], tools)
-               for _ in range(2)]
-    for _ in range(100):  # litellm logs in a task and a thread after the stream
-        if len(seen) >= 2 or not callback:
-            break
-        await asyncio.sleep(0.05)
-    return replies
-out["final_pass"] = {}
+def final_pass(model, callback):
+    async def main():
+        llm = LLM(model=model, api_base=url if model.startswith("openai/") else root,
+                  api_key="sk-test-0000", small_model="off")
+        replies = [await llm.stream([{"role": "user", "content": said}], tools)
+                   for said in ("print hello", "say hello")]
+        for _ in range(100):  # litellm logs in a task and a thread after the stream
+            if len(seen) >= 2 or not callback:
+                break
+            await asyncio.sleep(0.05)
+        return replies
+    builds.clear()
+    seen.clear()
+    replies = asyncio.run(main())
+    return [len(builds), len(seen), [[r.text, [[c.name, c.arguments] for c in r.tool_calls],
+                                      r.usage.prompt_tokens, r.usage.completion_tokens]
+                                     for r in replies]]
 for callback in ([False, True] if who == "own" else [False]):  # a callback stays registered
     if callback:
         from litellm.integrations.custom_logger import CustomLogger
@@ -419,37 +436,42 @@ for callback in ([False, True] if who == "own" else [False]):  # a callback stay
                 seen.append(1)
         litellm.callbacks = [Logger()]
     for model in sys.argv[4:]:
-        builds.clear()
-        seen.clear()
-        replies = asyncio.run(two_replies(model, callback))
-        out["final_pass"][f"{model} {callback}"] = [len(builds), len(seen), [
-            [r.text, [[c.name, c.arguments] for c in r.tool_calls], r.usage.prompt_tokens,
-             r.usage.completion_tokens] for r in replies]]
+        check(f"final_pass {model} {callback}", lambda: final_pass(model, callback))
 print(json.dumps(out))
 """
 FINAL_PASS_MODELS = ["openai/scripted", "ollama_chat/llama3.1:70b",
                      "anthropic/claude-3-5-sonnet-latest"]
+FASTPATH_REPLIES = {  # the last user message -> the scripted reply
+    "wrappers": fake.text("0123456789" * 4, chunk_size=4),
+    "cost": fake.text("hello there", chunk_size=3),
+    "print hello": fake.tool_call("print('hi')", args_chunk_size=5),
+    "say hello": fake.text("hello there", chunk_size=3),
+}
 
 
 @pytest.fixture(scope="module")
 def fastpaths() -> dict[str, dict]:
     """The shortcuts litellm takes in the kernel's process ("own": ``own_process()``) and
     does not take in a user's ("user"), each checked by FASTPATHS in one process per side
-    (importing litellm takes seconds: one import per side, not one per check)."""
+    (importing litellm takes seconds: one import per side, not one per check). Replies
+    follow the request's text, so a check that stops early shifts no other's."""
     results = {}
     with fake.ScriptedLLMServer() as server:
+        server.set_fallback(lambda body: FASTPATH_REPLIES[fake.last_user_text(body)])
         for who in ("own", "user"):
-            server.enqueue(fake.text("0123456789" * 4, chunk_size=4),  # wrappers
-                           fake.text("hello there", chunk_size=3), fake.text("hello there"))
-            for _ in range(len(FINAL_PASS_MODELS) * (2 if who == "own" else 1)):
-                server.enqueue(fake.tool_call("print('hi')", args_chunk_size=5),
-                               fake.text("hello there", chunk_size=3))
             out = subprocess.run([sys.executable, "-c", FASTPATHS, server.url, server.root,
                                   who, *FINAL_PASS_MODELS],
                                  capture_output=True, text=True, timeout=240)
             assert out.returncode == 0, out.stderr[-3000:]
             results[who] = json.loads(out.stdout.splitlines()[-1])
     return results
+
+
+def checked(fastpaths: dict[str, dict], who: str, name: str) -> Any:
+    """One check's result in one process; the check's traceback when it raised."""
+    value = fastpaths[who][name]
+    assert not (isinstance(value, dict) and "error" in value), value["error"]
+    return value
 
 
 @pytest.mark.kernel
@@ -459,8 +481,8 @@ def test_our_process_skips_litellm_work_that_grows_with_the_session(fastpaths) -
     (nobody reads it; the scan walked the whole conversation twice per reply) and the
     import's objects are frozen out of full garbage collections; a user's process keeps
     litellm's setting and its garbage collector as they were."""
-    assert [fastpaths["own"]["session"], fastpaths["user"]["session"]] == [[0, True],
-                                                                          [64, False]]
+    assert checked(fastpaths, "own", "session") == [0, True]
+    assert checked(fastpaths, "user", "session") == [64, False]
 
 
 @pytest.mark.kernel
@@ -470,7 +492,7 @@ def test_our_process_reads_sdk_streams_without_a_wrapper_per_chunk(fastpaths) ->
     the kernel's process that reads the stream's iterator directly instead of leaving one
     half-run wrapper generator per chunk for the event loop to finalise. The text is the
     same. Fails when the SDK's stream changes so that the shortcut no longer applies."""
-    own, user = fastpaths["own"]["wrappers"], fastpaths["user"]["wrappers"]
+    own, user = checked(fastpaths, "own", "wrappers"), checked(fastpaths, "user", "wrappers")
     assert user[0] == own[0] == "0123456789" * 4
     assert user[1] >= 10 and own[1] == 0
 
@@ -482,9 +504,9 @@ def test_our_process_leaves_a_stream_it_has_not_read_unpriced(fastpaths) -> None
     any of it arrived (a whole cost calculation of nothing, nobody reads it); a whole reply
     is still priced, and a user's process keeps litellm's pricing of both. Fails when a
     litellm upgrade renames the calculator (nothing patched: the list is empty)."""
-    patched, stream_cost, whole_cost = fastpaths["own"]["cost"]
+    patched, stream_cost, whole_cost = checked(fastpaths, "own", "cost")
     assert patched and stream_cost is None and whole_cost > 0
-    patched, stream_cost, whole_cost = fastpaths["user"]["cost"]
+    patched, stream_cost, whole_cost = checked(fastpaths, "user", "cost")
     assert patched == [] and stream_cost == 0.0 and whole_cost > 0
 
 
@@ -501,12 +523,12 @@ def test_our_process_skips_litellms_logging_pass_after_the_last_chunk(fastpaths,
     Counted through ``litellm.stream_chunk_builder``, which both passes call (1.83 to
     1.110): if a litellm upgrade moves the flag the shortcut reads, the count doubles and
     this fails."""
-    builds, seen, replies = fastpaths["user"]["final_pass"][f"{model} False"]
+    builds, seen, replies = checked(fastpaths, "user", f"final_pass {model} False")
     assert builds >= 2 and seen == 0
     assert replies[0][1] == [["execute", json.dumps({"language": "python", "code": "print('hi')"})]]
     assert replies[1][0] == "hello there" and all(r[2] > 0 and r[3] > 0 for r in replies)
-    assert fastpaths["own"]["final_pass"][f"{model} False"] == [builds // 2, 0, replies]
-    assert fastpaths["own"]["final_pass"][f"{model} True"] == [builds, 2, replies]
+    assert checked(fastpaths, "own", f"final_pass {model} False") == [builds // 2, 0, replies]
+    assert checked(fastpaths, "own", f"final_pass {model} True") == [builds, 2, replies]
 
 
 def test_cut_stream_keeps_partial_text(llm_server: ScriptedLLMServer) -> None:
