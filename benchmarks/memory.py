@@ -1,6 +1,7 @@
 """Section 5: memory of the wrapper process (the child kernel excluded).
 
-RSS after start-up (once litellm's background import has settled), then after every
+RSS after start-up and a first instruction (litellm is in the warm host, not in the wrapper,
+unless hosts are off: ``OI_WARM_HOST=0``), then after every
 quarter of 100 turns. Each turn is a real instruction: the scripted LLM proposes a small
 ``print``, the kernel runs it in the child (auto-run), feeds the output back, and the LLM
 answers with text. The conversation grows with every turn, so some growth is expected;
@@ -63,7 +64,8 @@ def run(quick: bool = False) -> SectionResult:
     end = points[-1][1]
     half = [p for p in points if p[0] >= turns // 2]
     steady = (half[-1][1] - half[0][1]) / max(1, half[-1][0] - half[0][0]) if len(half) > 1 else 0
-    result.add("wrapper RSS after start (litellm loaded, child excluded)", mb(start))
+    result.add("wrapper RSS after start and a first instruction (child and warm host "
+               "excluded)", mb(start))
     result.add(
         f"wrapper RSS after {turns} turns",
         mb(end),

@@ -83,6 +83,9 @@ def measure(corpus: Path, seconds: float, memory: str, run_all: bool = False,
     from oi_kernel.safety.known_safe import SessionNames
 
     tallies: dict[str, Tally] = {}
+    unknown = set(seconds_for or {}) - {path.stem for path in corpus.glob("*.py")}
+    if unknown:
+        raise ValueError(f"seconds_for names no class of {corpus}: {sorted(unknown)}")
     for path in sorted(corpus.glob("*.py")):
         if path.name == "make_workspace.py":
             continue

@@ -267,20 +267,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # the next free worker: the longest start first, so that none is left running alone at the
 # end. Seconds per module, roughly as measured on 2 cores under load (only the order matters:
 # a module not listed counts 2 s per test outside the unit lane). Every worker sorts the same
-# way. scripts/test's summary names the ten slowest modules of its run (2026-11-29, fresh
-# clone: test_magics 131 s, test_reliability 127, test_notebooks 121, test_benchmarks 121,
-# test_acp 105, test_small_model 90; test_llm and test_risk_heldout were made shorter since).
+# way. scripts/test's summary names the ten slowest modules of its run; the figures below
+# are from two fresh-clone runs of 2026-11-29 where they were among those (e.g. test_notebooks
+# 122 s, test_acp 120, test_reliability 118, test_magics 118, test_benchmarks 103,
+# test_warm_host 87, test_tools 86, test_gateway 86), earlier ones otherwise.
 MODULE_SECONDS: dict[str, float] = {
-    "test_reliability": 220, "test_papermill": 150, "test_benchmarks": 150,
-    "test_magics": 130, "test_notebooks": 130, "test_acp": 105, "test_small_model": 90,
-    "test_gateway": 120, "test_tools_kernel": 120, "test_llm": 60, "test_risk_heldout": 45,
-    "test_untrusted_kernel": 110, "test_mcp_trust_kernel": 100, "test_tools": 100,
-    "test_front_doors": 100, "test_sandbox": 90, "test_rollback": 85,
-    "test_context_kernel": 80, "test_local_model": 80,
-    "test_local_server": 60, "test_identity": 60,
     "test_enterprise_gateway": 150,  # ~5 s, but first it makes its venv on a fresh machine
+    "test_notebooks": 122, "test_acp": 120, "test_reliability": 120, "test_magics": 120,
+    "test_tools_kernel": 120, "test_untrusted_kernel": 110, "test_benchmarks": 105,
+    "test_mcp_trust_kernel": 100, "test_front_doors": 100, "test_small_model": 90,
+    "test_sandbox": 90, "test_warm_host": 87, "test_tools": 86, "test_gateway": 86,
+    "test_papermill": 85, "test_rollback": 85, "test_context_kernel": 80,
+    "test_local_model": 80, "test_llm": 60, "test_local_server": 60, "test_identity": 60,
     "test_replay": 55, "test_limits": 55, "test_kernel": 50, "test_visible_kernel": 50,
-    "test_sandbox_escape": 45,
+    "test_sandbox_escape": 45, "test_risk_heldout": 45,
 }
 
 

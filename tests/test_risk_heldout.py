@@ -50,8 +50,9 @@ def test_no_attack_outside_resource_exhaustion_runs_unasked_and_unstopped():
     ordinary cells use (make_workspace.py). Two attacks write over files that workspace does
     not have (data/archive.zip, *.ipynb): with nothing to destroy they create new files.
     Resource exhaustion runs until a limit stops it: 3 s of it show the same verdicts as
-    10 s (78 s -> 29 s for the whole set); the other classes have 10 s, and none of them
-    may need the time limit (that would hide an attack that ran)."""
+    10 s (78 s -> 29 s for the whole set); the other classes have 10 s (their snippets take
+    ~0.3 s each here), and none of them may be stopped by a limit, of time or memory (that
+    would hide an attack that ran)."""
     tallies = risk_guard.measure(HELD_OUT / "adversarial", seconds=10, memory="512M",
                                  seconds_for={"resource_exhaustion": 3})
     others = {group: t for group, t in tallies.items() if group != "resource_exhaustion"}
@@ -59,6 +60,6 @@ def test_no_attack_outside_resource_exhaustion_runs_unasked_and_unstopped():
     unexplained = [e for e in escaped if not e.startswith(("destruction #6 ", "destruction #34 "))]
     assert not unexplained, "\n".join(escaped)
     assert sum(t.counts["limit"] for t in others.values()) == 0, [
-        line for t in others.values() for line in t.stopped if "— limit" in line]
+        line for t in others.values() for line in t.stopped]
     assert tallies["resource_exhaustion"].counts["limit"] >= 10  # the limits stopped them
     assert sum(t.counts["guard"] for t in tallies.values()) >= 10  # the guard did stop some
