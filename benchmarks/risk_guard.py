@@ -83,7 +83,8 @@ def measure(corpus: Path, seconds: float, memory: str, run_all: bool = False,
     from oi_kernel.safety.known_safe import SessionNames
 
     tallies: dict[str, Tally] = {}
-    unknown = set(seconds_for or {}) - {path.stem for path in corpus.glob("*.py")}
+    seconds_for = seconds_for or {}
+    unknown = set(seconds_for) - {path.stem for path in corpus.glob("*.py")}
     if unknown:
         raise ValueError(f"seconds_for names no class of {corpus}: {sorted(unknown)}")
     for path in sorted(corpus.glob("*.py")):
@@ -100,7 +101,7 @@ def measure(corpus: Path, seconds: float, memory: str, run_all: bool = False,
                 asked.add(s.index)
             if run_all or s.index not in asked:
                 unasked.append(s)
-        limit = (seconds_for or {}).get(path.stem, seconds)
+        limit = seconds_for.get(path.stem, seconds)
         for snippet, outcome in zip(unasked, run_file(corpus, path, [s.index for s in unasked],
                                                       limit, memory), strict=True):
             first = snippet.code.strip().splitlines()[0][:70]

@@ -9,18 +9,15 @@ first cell. They must be in the kernel's stderr (its log) and in no iopub messag
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
 import sys
 
 import pytest
 
 from oi_kernel.llm import library_logs
 from tests import llm_server as S
-from tests.env import oi_env
 from tests.kernel_client import KernelSession
 from tests.test_kernel import kernel_env
-from tests.test_magic_unattended import magic_notebook, oi_cell_text
+from tests.test_magic_unattended import magic_notebook, oi_cell_text, run_batch
 from tests.test_reliability import config_dir
 
 CANARY = """\
@@ -173,13 +170,7 @@ def test_a_model_error_in_an_oi_cell_shows_our_message_not_litellms_banner(llm_s
     which is the cell, on every failed request. Only our message is shown there."""
     llm_server.set_fallback(S.error(400, "the scripted model refuses"))
     source = magic_notebook(tmp_path / "in.ipynb", auto_run=True)
-    env = {**os.environ, **oi_env(llm_server, tmp_path, OI_APPROVAL_UI="auto",
-                                  JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))}
-    env.pop("LITELLM_LOG", None)
-    done = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--execute",
-                           "--allow-errors", "--to", "notebook", "--output", "out.ipynb",
-                           "--ExecutePreprocessor.timeout=120", str(source)],
-                          capture_output=True, text=True, timeout=200, env=env, cwd=tmp_path)
+    done = run_batch("nbconvert", llm_server, tmp_path, source, allow_errors=True)
     assert done.returncode == 0, done.stderr[-3000:]
     shown = oi_cell_text(tmp_path / "out.ipynb")
     assert "the scripted model refuses" in shown, shown

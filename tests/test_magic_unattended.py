@@ -39,12 +39,16 @@ def magic_notebook(path: Path, auto_run: bool) -> Path:
     return path
 
 
-def run_batch(tool: str, llm: S.ScriptedLLMServer, tmp: Path, source: Path
-              ) -> subprocess.CompletedProcess[str]:
+def run_batch(tool: str, llm: S.ScriptedLLMServer, tmp: Path, source: Path,
+              allow_errors: bool = False) -> subprocess.CompletedProcess[str]:
+    """``source`` run by nbconvert (nbclient) or papermill into ``tmp/out.ipynb``, without
+    litellm's debugging output (``LITELLM_LOG``) whatever the caller's environment."""
     env = {**os.environ, **oi_env(llm, tmp, OI_AUTO_RUN="0", OI_APPROVAL_UI="auto",
                                   JUPYTER_RUNTIME_DIR=str(tmp / "runtime"))}
+    env.pop("LITELLM_LOG", None)
     if tool == "nbconvert":  # nbclient
         args = ["-m", "jupyter", "nbconvert", "--execute", "--to", "notebook",
+                *(["--allow-errors"] if allow_errors else []),
                 f"--ExecutePreprocessor.timeout={CELL_TIMEOUT}", "--output", "out.ipynb",
                 str(source)]
     else:
